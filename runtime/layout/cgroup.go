@@ -1,0 +1,53 @@
+package layout
+
+import (
+	"fmt"
+	"path"
+	"strings"
+)
+
+// CgroupPrefix starts the name of every instance parent cgroup unitlet
+// creates, so a sweep can find its own leftovers and nothing else.
+const CgroupPrefix = "unitlet-"
+
+// InstanceCgroup is the instance parent cgroup ("generation parent"),
+// relative to the cgroup root the agent was given (e.g. "unitlet").
+// It holds no processes itself, only the children below.
+func InstanceCgroup(root, namespace, name string) string {
+	return path.Join(root, CgroupPrefix+namespace+"-"+name)
+}
+
+// GenerationCgroup is the child of the instance parent that generation n
+// runs in, with the tier's own limits.
+func GenerationCgroup(n uint64) (string, error) {
+	if n == 0 {
+		return "", ErrNotAGeneration
+	}
+	return fmt.Sprintf("g%d", n), nil
+}
+
+// RoleCgroup is the child a non-generation role runs in (role-seed,
+// role-sidecar); it carries no limit of its own.
+func RoleCgroup(r Role) (string, error) {
+	switch r {
+	case RoleSeed, RoleSidecar:
+		return "role-" + string(r), nil
+	}
+	return "", fmt.Errorf("role %q has no cgroup of its own", r)
+}
+
+// ParseGenerationCgroup is the inverse of GenerationCgroup, for re-discovery
+// after an agent restart: ok is false for anything that is not g<n>, n ≥ 1.
+func ParseGenerationCgroup(child string) (n uint64, ok bool) {
+	rest, found := strings.CutPrefix(child, "g")
+	if !found || rest == "" || rest[0] == '0' {
+		return 0, false
+	}
+	for _, c := range rest {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + uint64(c-'0')
+	}
+	return n, true
+}
