@@ -1,0 +1,178 @@
+package layout
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+)
+
+// Layout holds the three roots every instance path is derived from. The
+// roots must be real paths (no symlink in any component): instancefs
+// refuses to resolve through one.
+type Layout struct {
+	StateRoot  string // e.g. /var/lib/unitlet: data dirs, rotated logs
+	RunRoot    string // e.g. /run/unitlet: sockets, exit records
+	CgroupRoot string // e.g. unitlet: relative to each hierarchy's mount
+}
+
+// ErrBadName is returned for a namespace or name that is not a DNS-1123
+// label (namespace) or subdomain (name): only those can be turned into
+// paths and unit names without ambiguity.
+var ErrBadName = errors.New("invalid instance namespace or name")
+
+// ErrRunRootTooLong is returned when even the shortened run dir leaves no
+// room for the longest socket name within sun_path.
+var ErrRunRootTooLong = errors.New("run root too long for unix socket paths")
+
+// SunPathMax is the longest unix socket path that can be bound: sun_path
+// is 108 bytes and we keep one for the terminating NUL.
+const SunPathMax = 107
+
+// longestSocketSuffix is the longest name a socket gets beneath the run
+// dir: a generation's control socket with a 20-digit generation number
+// ("/g18446744073709551615/app.sock.control"). Deciding the run dir by
+// the worst case keeps it the same for every generation of an instance.
+const longestSocketSuffix = len("/g18446744073709551615/app.sock.control")
+
+// shortDir holds run dirs whose natural path would not fit sun_path.
+const shortDir = "h"
+
+// Instance is one Instance's place on the node. Build it with
+// Layout.Instance; the zero value is not usable.
+type Instance struct {
+	layout    Layout
+	namespace string
+	name      string
+	runDir    string
+}
+
+// Instance validates namespace and name and returns the instance's paths.
+func (l Layout) Instance(namespace, name string) (Instance, error) {
+	if !isDNSLabel(namespace) {
+		return Instance{}, fmt.Errorf("%w: namespace %q", ErrBadName, namespace)
+	}
+	if !isDNSSubdomain(name) {
+		return Instance{}, fmt.Errorf("%w: name %q", ErrBadName, name)
+	}
+	if !filepath.IsAbs(l.StateRoot) || !filepath.IsAbs(l.RunRoot) {
+		return Instance{}, fmt.Errorf("state root %q and run root %q must be absolute", l.StateRoot, l.RunRoot)
+	}
+	i := Instance{layout: l, namespace: namespace, name: name}
+	i.runDir = filepath.Join(l.RunRoot, namespace, name)
+	if len(i.runDir)+longestSocketSuffix > SunPathMax {
+		i.runDir = filepath.Join(l.RunRoot, shortDir, i.ShortID())
+		if len(i.runDir)+longestSocketSuffix > SunPathMax {
+			return Instance{}, fmt.Errorf("%w: %q", ErrRunRootTooLong, l.RunRoot)
+		}
+	}
+	return i, nil
+}
+
+// Namespace and Name are the instance's identity.
+func (i Instance) Namespace() string { return i.namespace }
+func (i Instance) Name() string      { return i.name }
+
+// ShortID is a stable 16-hex-digit id of (namespace, name), used where the
+// natural name is too long (sun_path, unit names). The NUL separator
+// cannot occur in either part, so no two instances share an input.
+func (i Instance) ShortID() string {
+	sum := sha256.Sum256([]byte(i.namespace + "\x00" + i.name))
+	return hex.EncodeToString(sum[:8])
+}
+
+// DataDir is <state>/instances/<ns>/<name>: the instance's own files (env
+// file, launch files, schedules). Mode 0700; the tenant may write in it,
+// so everything beneath is opened through instancefs.
+func (i Instance) DataDir() string {
+	return filepath.Join(i.layout.StateRoot, "instances", i.namespace, i.name)
+}
+
+// RunDir is <run>/<ns>/<name> (or <run>/h/<ShortID> when that would not
+// leave room for socket names within sun_path): sockets and exit records.
+func (i Instance) RunDir() string { return i.runDir }
+
+// GenDir is the directory of generation n's sockets, g<n> in the run dir.
+func (i Instance) GenDir(n uint64) (string, error) {
+	g, err := GenerationCgroup(n) // the same g<n> spelling as the cgroup
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(i.runDir, g), nil
+}
+
+// AppSocket is the socket generation n's app binds.
+func (i Instance) AppSocket(n uint64) (string, error) {
+	d, err := i.GenDir(n)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(d, AppSocketName), nil
+}
+
+// AppSocketName is the app socket's file name in a generation dir, and the
+// stable symlink's name in the run dir.
+const AppSocketName = "app.sock"
+
+// StableSocket is the symlink in the run dir that points at the serving
+// generation's app socket; flipping it swaps generations.
+func (i Instance) StableSocket() string { return filepath.Join(i.runDir, AppSocketName) }
+
+// ControlSocket is the control socket that sits next to an app socket.
+func ControlSocket(appSocket string) string { return appSocket + ".control" }
+
+// LogDir holds the log sockets; 0700, only the agent and the trampoline
+// (before it drops privileges) open it.
+func (i Instance) LogDir() string { return filepath.Join(i.runDir, "logs") }
+
+// ExitDir is where exit records are written (agent-owned, not tenant
+// writable, so a tenant cannot forge one).
+func (i Instance) ExitDir() string { return i.runDir }
+
+// EnvFileName is the instance env file (admin token) beneath DataDir.
+const EnvFileName = "instance.env"
+
+// SchedulesFileName holds the app's own timers beneath DataDir.
+const SchedulesFileName = "schedules.json"
+
+// EnvFile is the full path of the instance env file.
+func (i Instance) EnvFile() string { return filepath.Join(i.DataDir(), EnvFileName) }
+
+// LogFile is the per-instance, size-rotated log file. It lives under the
+// state root but outside the tenant-writable data dir.
+func (i Instance) LogFile() string {
+	return filepath.Join(i.layout.StateRoot, "logs", i.namespace, i.name, "app.log")
+}
+
+// Cgroup is the instance parent cgroup (see InstanceCgroup).
+func (i Instance) Cgroup() string {
+	return InstanceCgroup(i.layout.CgroupRoot, i.namespace, i.name)
+}
+
+// isDNSLabel: 1-63 of [a-z0-9-], starting and ending alphanumeric.
+func isDNSLabel(s string) bool {
+	if len(s) == 0 || len(s) > 63 || s[0] == '-' || s[len(s)-1] == '-' {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// isDNSSubdomain: up to 253 bytes of dot-separated DNS labels.
+func isDNSSubdomain(s string) bool {
+	if len(s) == 0 || len(s) > 253 {
+		return false
+	}
+	for _, l := range strings.Split(s, ".") {
+		if !isDNSLabel(l) {
+			return false
+		}
+	}
+	return true
+}

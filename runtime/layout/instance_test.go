@@ -1,0 +1,203 @@
+package layout
+
+import (
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestInstancePaths(t *testing.T) {
+	l := Layout{StateRoot: "/var/lib/unitlet", RunRoot: "/run/unitlet", CgroupRoot: "unitlet"}
+	inst, err := l.Instance("shop-ns", "web.v2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	app, err := inst.AppSocket(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{
+		"data":    inst.DataDir(),
+		"run":     inst.RunDir(),
+		"app":     app,
+		"control": ControlSocket(app),
+		"stable":  inst.StableSocket(),
+		"env":     inst.EnvFile(),
+		"logdir":  inst.LogDir(),
+		"logfile": inst.LogFile(),
+		"cgroup":  inst.Cgroup(),
+		"slice":   inst.SliceName(),
+	}
+	want := map[string]string{
+		"data":    "/var/lib/unitlet/instances/shop-ns/web.v2",
+		"run":     "/run/unitlet/shop-ns/web.v2",
+		"app":     "/run/unitlet/shop-ns/web.v2/g3/app.sock",
+		"control": "/run/unitlet/shop-ns/web.v2/g3/app.sock.control",
+		"stable":  "/run/unitlet/shop-ns/web.v2/app.sock",
+		"env":     "/var/lib/unitlet/instances/shop-ns/web.v2/instance.env",
+		"logdir":  "/run/unitlet/shop-ns/web.v2/logs",
+		"logfile": "/var/lib/unitlet/logs/shop-ns/web.v2/app.log",
+		"cgroup":  "unitlet/unitlet-shop-ns-web.v2",
+		"slice":   `unitlet-shop\x2dns-web.v2.slice`,
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("paths (-want,+got):\n%s", d)
+	}
+}
+
+func TestProcNames(t *testing.T) {
+	l := Layout{StateRoot: "/s", RunRoot: "/r"}
+	inst, err := l.Instance("a-b", "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type names struct{ Launch, Exit, Log, ErrLog, Unit string }
+	tests := map[string]struct {
+		role Role
+		gen  uint64
+		want names
+	}{
+		"generation": {RoleRun, 12, names{"launch.gen.12.json", "exit.gen.12.", "/r/a-b/c/logs/g12.sock", "", `unitlet-a\x2db-c-g12.service`}},
+		"seed":       {RoleSeed, 0, names{"launch.seed.json", "exit.seed.", "/r/a-b/c/logs/seed.sock", "", `unitlet-a\x2db-c-seed.service`}},
+		"sidecar":    {RoleSidecar, 0, names{"launch.sidecar.json", "exit.sidecar.", "/r/a-b/c/logs/sidecar.sock", "", `unitlet-a\x2db-c-sidecar.service`}},
+		"cmd":        {RoleCmd, 0, names{"launch.cmd.json", "exit.cmd.", "/r/a-b/c/logs/cmd.out.sock", "/r/a-b/c/logs/cmd.err.sock", `unitlet-a\x2db-c-cmd.service`}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			p, err := inst.Proc(tc.role, tc.gen)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := names{p.LaunchFile(), p.ExitPrefix(), p.LogSocket(), p.ErrLogSocket(), p.UnitName()}
+			if d := cmp.Diff(tc.want, got); d != "" {
+				t.Errorf("(-want,+got):\n%s", d)
+			}
+		})
+	}
+}
+
+func TestProcRejectsBadPairs(t *testing.T) {
+	inst, err := Layout{StateRoot: "/s", RunRoot: "/r"}.Instance("n", "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := map[string]struct {
+		role Role
+		gen  uint64
+	}{
+		"run without generation": {RoleRun, 0},
+		"seed with generation":    {RoleSeed, 2},
+		"unknown role":            {Role("web"), 0},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if _, err := inst.Proc(tc.role, tc.gen); err == nil {
+				t.Fatal("want error")
+			}
+		})
+	}
+}
+
+// A sibling generation's exit records must never share a prefix.
+func TestExitPrefixesDoNotOverlap(t *testing.T) {
+	inst, _ := Layout{StateRoot: "/s", RunRoot: "/r"}.Instance("n", "x")
+	g1, _ := inst.Generation(1)
+	g10, _ := inst.Generation(10)
+	if strings.HasPrefix(g10.ExitPrefix()+"123", g1.ExitPrefix()) {
+		t.Fatalf("%q matches records of %q", g1.ExitPrefix(), g10.ExitPrefix())
+	}
+}
+
+func TestInstanceRejectsBadNames(t *testing.T) {
+	l := Layout{StateRoot: "/s", RunRoot: "/r"}
+	tests := map[string]struct{ ns, name string }{
+		"empty name":       {"n", ""},
+		"slash":            {"n", "a/b"},
+		"dot-dot":          {"n", ".."},
+		"upper":            {"N", "x"},
+		"dot in namespace": {"a.b", "x"},
+		"leading dash":     {"n", "-x"},
+		"nul":              {"n", "a\x00b"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if _, err := l.Instance(tc.ns, tc.name); !errors.Is(err, ErrBadName) {
+				t.Fatalf("got %v, want ErrBadName", err)
+			}
+		})
+	}
+}
+
+// Long names get a short, stable run dir in which every socket fits
+// sun_path, and the kernel accepts a bind at the longest of them.
+func TestLongNamesFitSunPath(t *testing.T) {
+	runRoot := t.TempDir()
+	l := Layout{StateRoot: "/s", RunRoot: runRoot}
+	long := strings.Repeat("a", 63) + "." + strings.Repeat("b", 63)
+	inst, err := l.Instance("ns", long)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(runRoot, "h", inst.ShortID()); inst.RunDir() != want {
+		t.Fatalf("run dir %q, want %q", inst.RunDir(), want)
+	}
+	again, _ := l.Instance("ns", long)
+	other, _ := l.Instance("ns", long[:len(long)-1]+"c")
+	if again.RunDir() != inst.RunDir() || other.RunDir() == inst.RunDir() {
+		t.Fatalf("short id not stable or not distinct: %q %q %q", inst.RunDir(), again.RunDir(), other.RunDir())
+	}
+	app, err := inst.AppSocket(^uint64(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, _ := inst.Generation(^uint64(0))
+	cmd, _ := inst.Proc(RoleCmd, 0)
+	for _, p := range []string{app, ControlSocket(app), inst.StableSocket(), g.LogSocket(), cmd.ErrLogSocket()} {
+		if len(p) > SunPathMax {
+			t.Errorf("%q is %d bytes, over %d", p, len(p), SunPathMax)
+		}
+	}
+	ctl := ControlSocket(app)
+	if err := os.MkdirAll(filepath.Dir(ctl), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("unix", ctl)
+	if err != nil {
+		t.Fatalf("bind %q: %v", ctl, err)
+	}
+	ln.Close()
+	// A short name keeps its natural path.
+	short, _ := l.Instance("ns", "web")
+	if want := filepath.Join(runRoot, "ns", "web"); short.RunDir() != want {
+		t.Errorf("run dir %q, want %q", short.RunDir(), want)
+	}
+}
+
+func TestLongNamesShortenUnitNames(t *testing.T) {
+	l := Layout{StateRoot: "/s", RunRoot: "/r"}
+	label := strings.Repeat("a-b", 20)
+	long := label + "." + label + "." + label
+	inst, err := l.Instance("ns", long)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, _ := inst.Generation(^uint64(0))
+	if n := g.UnitName(); len(n) > 255 || !strings.HasPrefix(n, "unitlet-"+inst.ShortID()+"-g") {
+		t.Errorf("unit name %q (%d bytes)", n, len(n))
+	}
+	if want := "unitlet-" + inst.ShortID() + ".slice"; inst.SliceName() != want {
+		t.Errorf("slice %q, want %q", inst.SliceName(), want)
+	}
+}
+
+func TestRunRootTooLong(t *testing.T) {
+	l := Layout{StateRoot: "/s", RunRoot: "/" + strings.Repeat("r", 80)}
+	if _, err := l.Instance("n", "x"); !errors.Is(err, ErrRunRootTooLong) {
+		t.Fatalf("got %v, want ErrRunRootTooLong", err)
+	}
+}
