@@ -91,8 +91,8 @@ func TestProcRejectsBadPairs(t *testing.T) {
 		gen  uint64
 	}{
 		"run without generation": {RoleRun, 0},
-		"seed with generation":    {RoleSeed, 2},
-		"unknown role":            {Role("web"), 0},
+		"seed with generation":   {RoleSeed, 2},
+		"unknown role":           {Role("web"), 0},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
