@@ -1,0 +1,104 @@
+package cgroups
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"strings"
+
+	"github.com/unitlet/unitlet/runtime/layout"
+)
+
+// Discovered is an instance parent found on the file system.
+type Discovered struct {
+	Parent   string // relative to each hierarchy, like Manager.Parent
+	Name     string // the parent's own name (layout.CgroupPrefix...)
+	Children []DiscoveredChild
+}
+
+// DiscoveredChild is one child of a discovered parent.
+type DiscoveredChild struct {
+	Name       string
+	Generation uint64 // n of g<n>; 0 for a role or unknown child
+	Pids       []int
+}
+
+// Discover lists the instance parents below cfg's root, their children
+// and the processes in them, from the file system alone: what an agent
+// re-adopts after a restart.
+func Discover(cfg Config) ([]Discovered, error) {
+	mode, h, err := detect(cfg.MountRoot)
+	if err != nil {
+		return nil, err
+	}
+	d := newDriver(mode, h)
+	names, err := d.children(cfg.root())
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", cfg.root(), err)
+	}
+	var out []Discovered
+	for _, name := range names {
+		if !strings.HasPrefix(name, layout.CgroupPrefix) {
+			continue
+		}
+		parent := path.Join(cfg.root(), name)
+		found := Discovered{Parent: parent, Name: name}
+		kids, err := d.children(parent)
+		if err != nil {
+			return nil, fmt.Errorf("list %s: %w", parent, err)
+		}
+		for _, k := range kids {
+			pids, err := d.pids(path.Join(parent, k))
+			if err != nil {
+				return nil, fmt.Errorf("pids of %s/%s: %w", parent, k, err)
+			}
+			n, _ := layout.ParseGenerationCgroup(k)
+			found.Children = append(found.Children, DiscoveredChild{Name: k, Generation: n, Pids: pids})
+		}
+		out = append(out, found)
+	}
+	return out, nil
+}
+
+// SweepStale kills and removes every cgroup directly below cfg's root
+// whose name starts with prefix and that keep (nil: keep none) does not
+// claim: leftovers of earlier test runs, or, at agent start-up, parents
+// of instances this node no longer runs. Root "." is the mount root
+// itself. A subtree whose kill is not proven is kept, and its Proof is
+// returned with the others.
+func SweepStale(ctx context.Context, cfg Config, prefix string, keep func(name string) bool) ([]Proof, error) {
+	if prefix == "" {
+		return nil, fmt.Errorf("cgroups: refusing to sweep with an empty prefix")
+	}
+	mode, h, err := detect(cfg.MountRoot)
+	if err != nil {
+		return nil, err
+	}
+	d := newDriver(mode, h)
+	names, err := d.children(cfg.root())
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", cfg.root(), err)
+	}
+	var proofs []Proof
+	var errs []error
+	for _, name := range names {
+		if !strings.HasPrefix(name, prefix) || (keep != nil && keep(name)) {
+			continue
+		}
+		rel := path.Join(cfg.root(), name)
+		p := killAndEmpty(ctx, d, rel, cfg.Log)
+		proofs = append(proofs, p)
+		if !p.Proven {
+			continue
+		}
+		if err := d.remove(rel); err != nil {
+			errs = append(errs, fmt.Errorf("remove %s: %w", rel, err))
+			continue
+		}
+		cfg.Log.Info("swept stale cgroup", "cgroup", rel)
+	}
+	if len(errs) > 0 {
+		return proofs, fmt.Errorf("cgroups: sweep: %v", errs)
+	}
+	return proofs, nil
+}
