@@ -92,6 +92,9 @@ mount -o remount,bind,ro /sys
 mount -t tmpfs -o mode=0755 systemdboot-run /run
 mkdir -p /run/systemdboot/units /run/systemdboot/empty
 cp "$SDB_UNITS"/* /run/systemdboot/units/
+# systemd as PID 1 writes to /dev/console: keep that off the machine's.
+: > /run/systemdboot/console
+mount --bind /run/systemdboot/console /dev/console
 for d in "$@"; do mount --bind "$d" "$d"; done
 mount -o remount,bind,ro /
 export SYSTEMD_UNIT_PATH=/run/systemdboot/units
