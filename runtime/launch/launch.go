@@ -1,0 +1,136 @@
+// Package launch is the launch file: what a unit runs, written by prepare
+// beneath the instance data dir and read by the trampoline (unitlet exec)
+// and the unit backends. Decoding is strict because the file sits in a
+// directory the tenant can write: anything unexpected is refused.
+package launch
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+
+	"github.com/unitlet/unitlet/runtime/instancefs"
+)
+
+// Schema names this version of the file; a reader refuses any other.
+const Schema = "unitlet.dev/launch/v1"
+
+// ErrInvalid is wrapped by every decode or validation error.
+var ErrInvalid = errors.New("invalid launch file")
+
+// File is one launch: argv exec'd with exactly Env (KEY=VALUE entries) in
+// WorkingDir as User. Host is the instance's host name, for the logs.
+type File struct {
+	Schema     string   `json:"schema"`
+	Host       string   `json:"host"`
+	Argv       []string `json:"argv"`
+	Env        []string `json:"env"`
+	WorkingDir string   `json:"workingDir,omitempty"`
+	User       string   `json:"user,omitempty"`
+}
+
+// Validate checks what exec needs: the schema, a non-empty argv with an
+// absolute argv[0], KEY=VALUE env entries, no NUL byte anywhere (exec
+// would cut the string there), an absolute working dir if any.
+func (f File) Validate() error {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, a...))
+	}
+	if f.Schema != Schema {
+		return bad("schema %q, want %q", f.Schema, Schema)
+	}
+	if len(f.Argv) == 0 {
+		return bad("empty argv")
+	}
+	if !filepath.IsAbs(f.Argv[0]) {
+		return bad("argv[0] %q is not absolute", f.Argv[0])
+	}
+	for i, a := range f.Argv {
+		if strings.IndexByte(a, 0) >= 0 {
+			return bad("argv[%d] holds a NUL byte", i)
+		}
+	}
+	for i, e := range f.Env {
+		k, _, ok := strings.Cut(e, "=")
+		if !ok || k == "" || strings.IndexByte(e, 0) >= 0 {
+			return bad("env[%d] is not KEY=VALUE", i)
+		}
+	}
+	if f.WorkingDir != "" && (!filepath.IsAbs(f.WorkingDir) || strings.IndexByte(f.WorkingDir, 0) >= 0) {
+		return bad("workingDir %q is not absolute", f.WorkingDir)
+	}
+	if strings.IndexByte(f.User, 0) >= 0 || strings.IndexByte(f.Host, 0) >= 0 {
+		return bad("user or host holds a NUL byte")
+	}
+	return nil
+}
+
+// Encode validates f and renders it as indented JSON.
+func Encode(f File) ([]byte, error) {
+	if err := f.Validate(); err != nil {
+		return nil, err
+	}
+	b, err := json.MarshalIndent(f, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
+
+// Decode parses and validates a launch file: unknown fields, trailing data
+// and anything Validate refuses are errors.
+func Decode(b []byte) (File, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var f File
+	if err := dec.Decode(&f); err != nil {
+		return File{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return File{}, fmt.Errorf("%w: data after the JSON object", ErrInvalid)
+	}
+	if err := f.Validate(); err != nil {
+		return File{}, err
+	}
+	return f, nil
+}
+
+// Write stores f atomically as dir/name, mode 0600, beneath dir.
+func Write(dir, name string, f File) error {
+	b, err := Encode(f)
+	if err != nil {
+		return err
+	}
+	return instancefs.WriteAtomic(dir, name, b, 0o600)
+}
+
+// Read reads and decodes dir/name beneath dir (no symlink followed,
+// bounded size).
+func Read(dir, name string) (File, error) {
+	b, err := instancefs.ReadFile(dir, name)
+	if err != nil {
+		return File{}, err
+	}
+	f, err := Decode(b)
+	if err != nil {
+		return File{}, fmt.Errorf("%s: %w", filepath.Join(dir, name), err)
+	}
+	return f, nil
+}
+
+// EnvMap returns Env as a map. Of duplicate keys the first is kept, the
+// one getenv(3) in the exec'd program would find.
+func (f File) EnvMap() map[string]string {
+	m := make(map[string]string, len(f.Env))
+	for _, e := range f.Env {
+		k, v, _ := strings.Cut(e, "=")
+		if _, seen := m[k]; !seen {
+			m[k] = v
+		}
+	}
+	return m
+}
