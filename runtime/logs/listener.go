@@ -1,0 +1,189 @@
+// Package logs receives an instance's output on log sockets: each line goes
+// to the instance's size-rotated file and to the agent's structured log
+// with the instance's namespace, name, host, role and generation.
+package logs
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/unitlet/unitlet/runtime/layout"
+)
+
+// DefaultMaxLine bounds one line; a longer one is cut into pieces, each
+// marked, so nothing is lost and memory stays bounded.
+const DefaultMaxLine = 16 << 10
+
+// CutMark ends a piece of a line that was cut; the next piece starts with
+// ContinuedMark.
+const (
+	CutMark       = " [line cut, continues]"
+	ContinuedMark = "[continued] "
+)
+
+// Labels say whose output a socket carries.
+type Labels struct {
+	Namespace, Name, Host string
+	Role                  layout.Role
+	Generation            uint64
+	Stream                string // "" for combined output; "stderr" for cmd's second socket
+}
+
+// source is the label written in front of each line in the file.
+func (l Labels) source() string {
+	s := string(l.Role)
+	if l.Generation != 0 {
+		s = "g" + strconv.FormatUint(l.Generation, 10)
+	}
+	if l.Stream != "" {
+		s += "/" + l.Stream
+	}
+	return s
+}
+
+// Options configure a listener.
+type Options struct {
+	Labels  Labels
+	File    *RotatingFile // required
+	Logger  logr.Logger   // the zero Logger discards
+	MaxLine int           // 0: DefaultMaxLine
+}
+
+// Listener accepts connections on one log socket.
+type Listener struct {
+	ln     *net.UnixListener
+	opts   Options
+	log    logr.Logger
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	conns  map[net.Conn]struct{}
+	closed bool
+}
+
+// Listen binds path (mode 0600: only the agent and the trampoline, before
+// it drops privileges, connect) and starts accepting.
+func Listen(path string, opts Options) (*Listener, error) {
+	if opts.File == nil {
+		return nil, errors.New("log listener: no file")
+	}
+	if opts.MaxLine <= 0 {
+		opts.MaxLine = DefaultMaxLine
+	}
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	l := &Listener{ln: ln, opts: opts, conns: map[net.Conn]struct{}{}}
+	lb := opts.Labels
+	l.log = opts.Logger.WithValues("namespace", lb.Namespace, "name", lb.Name, "host", lb.Host,
+		"role", string(lb.Role), "generation", lb.Generation)
+	if lb.Stream != "" {
+		l.log = l.log.WithValues("stream", lb.Stream)
+	}
+	l.wg.Add(1)
+	go l.accept()
+	return l, nil
+}
+
+// Path is the socket's path.
+func (l *Listener) Path() string { return l.ln.Addr().String() }
+
+func (l *Listener) accept() {
+	defer l.wg.Done()
+	for {
+		c, err := l.ln.Accept()
+		if err != nil {
+			return // closed
+		}
+		l.mu.Lock()
+		if l.closed {
+			l.mu.Unlock()
+			c.Close()
+			return
+		}
+		l.conns[c] = struct{}{}
+		l.wg.Add(1)
+		l.mu.Unlock()
+		go l.serve(c)
+	}
+}
+
+func (l *Listener) serve(c net.Conn) {
+	defer l.wg.Done()
+	defer func() {
+		l.mu.Lock()
+		delete(l.conns, c)
+		l.mu.Unlock()
+		c.Close()
+	}()
+	splitLines(c, l.opts.MaxLine, l.emit)
+}
+
+// splitLines reads r and calls emit for each line (without its newline),
+// cutting lines over max bytes into marked pieces.
+func splitLines(r io.Reader, max int, emit func(text string)) {
+	br := bufio.NewReaderSize(r, max)
+	continued := false
+	for {
+		b, err := br.ReadSlice('\n')
+		cut := errors.Is(err, bufio.ErrBufferFull)
+		if err == nil {
+			b = b[:len(b)-1]
+			if n := len(b); n > 0 && b[n-1] == '\r' {
+				b = b[:n-1]
+			}
+		}
+		if len(b) > 0 || err == nil || continued {
+			text := string(b)
+			if continued {
+				text = ContinuedMark + text
+			}
+			if cut {
+				text += CutMark
+			}
+			emit(text)
+		}
+		continued = cut
+		if err != nil && !cut {
+			return
+		}
+	}
+}
+
+func (l *Listener) emit(text string) {
+	rec := fmt.Sprintf("%s %s %s\n", time.Now().UTC().Format(time.RFC3339Nano), l.opts.Labels.source(), text)
+	if _, err := l.opts.File.Write([]byte(rec)); err != nil {
+		l.log.Error(err, "writing log file")
+	}
+	l.log.Info("output", "line", text)
+}
+
+// Close stops accepting, closes open connections, waits until every line
+// read so far is written, and removes the socket file.
+func (l *Listener) Close() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil
+	}
+	l.closed = true
+	err := l.ln.Close()
+	for c := range l.conns {
+		c.Close()
+	}
+	l.mu.Unlock()
+	l.wg.Wait()
+	return err
+}
