@@ -1,0 +1,163 @@
+// Package control serves an instance's control socket: HTTP over a unix
+// socket next to the app socket, for the app to ask who it is and to store
+// its own timers. Every request must carry the instance's admin token; it
+// is re-read for each request so a rotated token applies at once.
+package control
+
+import (
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/unitlet/unitlet/runtime/instancefs"
+)
+
+// MaxBody bounds a request body; the app's timers are small.
+const MaxBody = 1 << 20
+
+// Identity is what GET /v1/instance reports.
+type Identity struct {
+	Namespace  string `json:"namespace"`
+	Name       string `json:"name"`
+	Host       string `json:"host"`
+	Generation uint64 `json:"generation"`
+}
+
+// Config is one generation's control server.
+type Config struct {
+	Identity Identity
+	// Token returns the instance's current admin token; called per request.
+	Token func() (string, error)
+	// Fence guards writes (see Fence); nil refuses every write.
+	Fence Fence
+	// State reports the generation's state for GET /v1/instance.
+	State func() string
+	// DataDir and SchedulesFile: where PUT /v1/schedules stores the body,
+	// beneath the tenant-writable data dir.
+	DataDir, SchedulesFile string
+	Logger                 logr.Logger
+}
+
+// InstanceReply is the body of GET /v1/instance.
+type InstanceReply struct {
+	Identity
+	State string `json:"state"`
+}
+
+type errorReply struct {
+	Error string `json:"error"`
+}
+
+// Handler is the control API with authentication in front of every route.
+func Handler(cfg Config) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/instance", func(w http.ResponseWriter, r *http.Request) {
+		state := "unknown"
+		if cfg.State != nil {
+			state = cfg.State()
+		}
+		reply(w, http.StatusOK, InstanceReply{Identity: cfg.Identity, State: state})
+	})
+	mux.HandleFunc("PUT /v1/schedules", func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
+		if err != nil {
+			reply(w, http.StatusRequestEntityTooLarge, errorReply{"body over 1 MiB"})
+			return
+		}
+		if !json.Valid(body) {
+			reply(w, http.StatusBadRequest, errorReply{"body is not JSON"})
+			return
+		}
+		if cfg.Fence == nil {
+			reply(w, http.StatusConflict, errorReply{ErrNotServing.Error()})
+			return
+		}
+		err = cfg.Fence(func() error {
+			return instancefs.WriteAtomic(cfg.DataDir, cfg.SchedulesFile, body, 0o600)
+		})
+		switch {
+		case errors.Is(err, ErrNotServing):
+			reply(w, http.StatusConflict, errorReply{err.Error()})
+		case err != nil:
+			cfg.Logger.Error(err, "storing schedules")
+			reply(w, http.StatusInternalServerError, errorReply{"storing schedules failed"})
+		default:
+			w.WriteHeader(http.StatusNoContent)
+		}
+	})
+	return authenticate(cfg, mux)
+}
+
+// authenticate lets a request through only with the instance's current
+// token, compared in constant time. An empty or unreadable token admits
+// no one.
+func authenticate(cfg Config, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		want, err := cfg.Token()
+		if err != nil {
+			cfg.Logger.Error(err, "reading admin token") // the error names the file, never the token
+			reply(w, http.StatusServiceUnavailable, errorReply{"admin token unavailable"})
+			return
+		}
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || want == "" || subtle.ConstantTimeCompare([]byte(got), []byte(want)) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="unitlet"`)
+			reply(w, http.StatusUnauthorized, errorReply{"missing or wrong admin token"})
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func reply(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// Server is a control server bound to its socket.
+type Server struct {
+	ln   net.Listener
+	srv  *http.Server
+	done chan struct{}
+}
+
+// Listen binds path, sets its mode to 0660 (owner and socket group), and
+// serves Handler(cfg) until Close.
+func Listen(path string, cfg Config) (*Server, error) {
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(path, 0o660); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	s := &Server{
+		ln:   ln,
+		srv:  &http.Server{Handler: Handler(cfg), ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second},
+		done: make(chan struct{}),
+	}
+	go func() {
+		defer close(s.done)
+		_ = s.srv.Serve(ln)
+	}()
+	return s, nil
+}
+
+// Path is the socket's path.
+func (s *Server) Path() string { return s.ln.Addr().String() }
+
+// Close stops serving, drops open connections and removes the socket.
+func (s *Server) Close() error {
+	err := s.srv.Close()
+	<-s.done
+	return err
+}
