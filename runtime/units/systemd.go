@@ -1,0 +1,222 @@
+package units
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	sddbus "github.com/coreos/go-systemd/v22/dbus"
+	"github.com/go-logr/logr"
+	godbus "github.com/godbus/dbus/v5"
+
+	"github.com/unitlet/unitlet/runtime/cgroups"
+	"github.com/unitlet/unitlet/runtime/layout"
+	"github.com/unitlet/unitlet/runtime/outcome"
+)
+
+// SystemdConfig configures the systemd backend.
+type SystemdConfig struct {
+	// Connect opens a connection to the manager over D-Bus.
+	Connect func(ctx context.Context) (*sddbus.Conn, error)
+	// Exe is the absolute path of the unitlet binary, run as
+	// "<Exe> exec --launch FILE --log-socket PATH".
+	Exe string
+	// CgroupDirs maps a cgroup as systemd names it to the directories
+	// that must be empty for a kill to be proven (one per hierarchy the
+	// agent can read).
+	CgroupDirs func(cgroup string) []string
+	// ProofBudget bounds one Prove.
+	ProofBudget time.Duration
+	Log         logr.Logger
+}
+
+// Systemd runs units as transient systemd services, one slice per
+// instance.
+type Systemd struct {
+	cfg    SystemdConfig
+	proofs *proofs
+
+	mu   sync.Mutex
+	conn *sddbus.Conn
+
+	// afterJob, when set by a test, runs between a start job's result and
+	// the first look at the unit: it widens the window in which an app
+	// that exits at once is seen gone.
+	afterJob func()
+}
+
+var _ Backend = (*Systemd)(nil)
+
+// NewSystemd returns the backend; it connects on first use.
+func NewSystemd(cfg SystemdConfig) (*Systemd, error) {
+	if cfg.Connect == nil || cfg.CgroupDirs == nil {
+		return nil, errors.New("units: systemd backend needs Connect and CgroupDirs")
+	}
+	if cfg.ProofBudget <= 0 {
+		return nil, errors.New("units: systemd backend needs a positive ProofBudget")
+	}
+	return &Systemd{cfg: cfg, proofs: newProofs(cfg.ProofBudget)}, nil
+}
+
+// connection returns the live connection, dialling again after one was
+// lost.
+func (b *Systemd) connection(ctx context.Context) (*sddbus.Conn, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.conn != nil && b.conn.Connected() {
+		return b.conn, nil
+	}
+	if b.conn != nil {
+		b.conn.Close()
+		b.conn = nil
+	}
+	c, err := b.cfg.Connect(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("units: connect to systemd: %w", err)
+	}
+	b.conn = c
+	return c, nil
+}
+
+// Close drops the connection.
+func (b *Systemd) Close() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.conn != nil {
+		b.conn.Close()
+		b.conn = nil
+	}
+}
+
+// Shutdown bounds every running and future proof by ctx.
+func (b *Systemd) Shutdown(ctx context.Context) { b.proofs.shutdownWith(ctx) }
+
+// Start starts spec's unit in its instance's slice and classifies the
+// result: anything that fails before the service's start call is sent is
+// NotStarted; once sent, only the manager's own word (a refused property,
+// a failed exec) can prove nothing ran.
+func (b *Systemd) Start(ctx context.Context, spec Spec) outcome.Start {
+	unit := spec.Proc.UnitName()
+	res := outcome.Start{Unit: unit}
+	fail := func(k outcome.StartKind, err error) outcome.Start {
+		res.Kind, res.Cause = k, err
+		b.cfg.Log.Info("start failed", "unit", unit, "outcome", k.String(), "err", err)
+		return res
+	}
+	props, err := b.serviceProps(spec)
+	if err != nil {
+		return fail(outcome.NotStarted, err)
+	}
+	c, err := b.connection(ctx)
+	if err != nil {
+		return fail(outcome.NotStarted, err)
+	}
+	if err := b.ensureSlice(ctx, c, spec.Proc.Instance(), spec.Parent); err != nil {
+		return fail(outcome.NotStarted, err)
+	}
+	done := make(chan string, 1)
+	id, err := c.StartTransientUnitContext(ctx, unit, "fail", props, done)
+	if err != nil {
+		if refusedByManager(err) {
+			return fail(outcome.NotStarted, fmt.Errorf("units: systemd refused %s: %w", unit, err))
+		}
+		return fail(outcome.MayHaveRun, fmt.Errorf("units: start %s: %w", unit, err))
+	}
+	res.Job = strconv.Itoa(id)
+	var result string
+	select {
+	case result = <-done:
+	case <-ctx.Done():
+		return fail(outcome.QueuedJobMayRun, fmt.Errorf("units: start %s: job %d still queued: %w", unit, id, ctx.Err()))
+	}
+	if b.afterJob != nil {
+		b.afterJob()
+	}
+	st, err := b.observe(ctx, c, unit)
+	if err != nil {
+		return fail(outcome.MayHaveRun, fmt.Errorf("units: start %s: job %s, then: %w", unit, result, err))
+	}
+	res.InvocationID, res.MainPID = st.InvocationID, st.MainPID
+	if st.Exit != nil {
+		res.Exit = &outcome.Exit{Result: st.Exit.Result, Code: st.Exit.Code, Signal: st.Exit.Signal}
+	}
+	switch {
+	case result == "done" && !st.Gone():
+		res.Kind = outcome.Running
+		return res
+	case result == "done":
+		return fail(outcome.ExitedBeforeObserved, fmt.Errorf("%s %w", unit, outcome.ErrExitedBeforeObserved))
+	case result == "failed" && execFailed(st):
+		// Type=exec: the job fails only when the trampoline was never
+		// exec'd. Free the name for a retry.
+		_ = c.ResetFailedUnitContext(ctx, unit)
+		return fail(outcome.NotStarted, fmt.Errorf("units: %s did not exec (status %d): %s", unit, st.Exit.Code, st.Exit.Result))
+	}
+	return fail(outcome.MayHaveRun, fmt.Errorf("units: start %s: job result %q", unit, result))
+}
+
+// refusedByManager reports errors systemd answers before it creates any
+// unit: a property it rejects.
+func refusedByManager(err error) bool {
+	var de godbus.Error
+	if !errors.As(err, &de) {
+		return false
+	}
+	switch de.Name {
+	case "org.freedesktop.DBus.Error.InvalidArgs", "org.freedesktop.DBus.Error.PropertyReadOnly":
+		return true
+	}
+	return false
+}
+
+// execFailed reports a main process that failed in systemd's own setup
+// before exec (its EXIT_* codes 200-243: EXEC, USER, NAMESPACE, CGROUP...).
+func execFailed(st Status) bool {
+	return st.Exit != nil && st.Exit.Result == "exit-code" && st.Exit.Code >= 200 && st.Exit.Code <= 243
+}
+
+// ensureSlice starts the instance's slice with the parent limit. A slice
+// that is already there keeps its limits: raising and restoring them for an
+// overlap is SetParentLimit's, and a start must not undo a raise.
+func (b *Systemd) ensureSlice(ctx context.Context, c *sddbus.Conn, inst layout.Instance, parent cgroups.Tier) error {
+	slice := inst.SliceName()
+	props := append([]sddbus.Property{sddbus.PropDescription("unitlet instance " + inst.Namespace() + "/" + inst.Name())}, tierProps(parent, false)...)
+	done := make(chan string, 1)
+	_, err := c.StartTransientUnitContext(ctx, slice, "fail", props, done)
+	var de godbus.Error
+	if errors.As(err, &de) && de.Name == "org.freedesktop.systemd1.UnitExists" {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("units: start slice %s: %w", slice, err)
+	}
+	select {
+	case r := <-done:
+		if r != "done" {
+			return fmt.Errorf("units: start slice %s: job result %q", slice, r)
+		}
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("units: start slice %s: %w", slice, ctx.Err())
+	}
+}
+
+// SetParentLimit sets the instance slice's limit at runtime: raised for
+// an overlap, restored after it (a zero field becomes "no limit").
+func (b *Systemd) SetParentLimit(ctx context.Context, inst layout.Instance, t cgroups.Tier) error {
+	c, err := b.connection(ctx)
+	if err != nil {
+		return err
+	}
+	return b.setSlice(ctx, c, inst.SliceName(), t)
+}
+
+func (b *Systemd) setSlice(ctx context.Context, c *sddbus.Conn, slice string, t cgroups.Tier) error {
+	if err := c.SetUnitPropertiesContext(ctx, slice, true, tierProps(t, true)...); err != nil {
+		return fmt.Errorf("units: set limits of %s: %w", slice, err)
+	}
+	return nil
+}

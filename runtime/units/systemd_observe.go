@@ -1,0 +1,261 @@
+package units
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	sddbus "github.com/coreos/go-systemd/v22/dbus"
+	godbus "github.com/godbus/dbus/v5"
+
+	"github.com/unitlet/unitlet/runtime/layout"
+	"github.com/unitlet/unitlet/runtime/outcome"
+)
+
+// Observe reads the unit's state now.
+func (b *Systemd) Observe(ctx context.Context, p layout.Proc) (Status, error) {
+	c, err := b.connection(ctx)
+	if err != nil {
+		return Status{}, err
+	}
+	return b.observe(ctx, c, p.UnitName())
+}
+
+// CLD_* codes of ExecMainCode.
+const (
+	cldExited = 1
+	cldKilled = 2
+	cldDumped = 3
+)
+
+func (b *Systemd) observe(ctx context.Context, c *sddbus.Conn, unit string) (Status, error) {
+	up, err := c.GetUnitPropertiesContext(ctx, unit)
+	if err != nil {
+		return Status{}, fmt.Errorf("units: read %s: %w", unit, err)
+	}
+	st := Status{Unit: unit}
+	load, _ := up["LoadState"].(string)
+	st.Loaded = load == "loaded"
+	st.ActiveState, _ = up["ActiveState"].(string)
+	st.SubState, _ = up["SubState"].(string)
+	if id, ok := up["InvocationID"].([]byte); ok && len(id) > 0 {
+		st.InvocationID = hex.EncodeToString(id)
+	}
+	if !st.Loaded {
+		return st, nil
+	}
+	sp, err := c.GetUnitTypePropertiesContext(ctx, unit, "Service")
+	if err != nil {
+		return Status{}, fmt.Errorf("units: read %s: %w", unit, err)
+	}
+	if pid, ok := sp["MainPID"].(uint32); ok {
+		st.MainPID = int(pid)
+	}
+	st.Cgroup, _ = sp["ControlGroup"].(string)
+	code, _ := sp["ExecMainCode"].(int32)
+	status, _ := sp["ExecMainStatus"].(int32)
+	result, _ := sp["Result"].(string)
+	exitAt, _ := sp["ExecMainExitTimestamp"].(uint64)
+	if code != 0 && st.MainPID == 0 {
+		e := &Exit{Result: result}
+		switch code {
+		case cldExited:
+			e.Code = int(status)
+		case cldKilled, cldDumped:
+			e.Signal = int(status)
+		}
+		if exitAt != 0 {
+			e.At = time.UnixMicro(int64(exitAt))
+		}
+		st.Exit = e
+	}
+	return st, nil
+}
+
+// List returns every unitlet service the manager has loaded.
+func (b *Systemd) List(ctx context.Context) ([]Status, error) {
+	c, err := b.connection(ctx)
+	if err != nil {
+		return nil, err
+	}
+	us, err := c.ListUnitsByPatternsContext(ctx, nil, []string{layout.UnitPrefix + "-*.service"})
+	if err != nil {
+		return nil, fmt.Errorf("units: list: %w", err)
+	}
+	out := make([]Status, 0, len(us))
+	for _, u := range us {
+		st, err := b.observe(ctx, c, u.Name)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+// Stop asks the unit to stop (SIGTERM, then SIGKILL after its grace) and
+// waits for the stop job. A unit the manager does not know is stopped.
+func (b *Systemd) Stop(ctx context.Context, p layout.Proc) error {
+	c, err := b.connection(ctx)
+	if err != nil {
+		return err
+	}
+	return stopUnit(ctx, c, p.UnitName())
+}
+
+func stopUnit(ctx context.Context, c *sddbus.Conn, unit string) error {
+	done := make(chan string, 1)
+	if _, err := c.StopUnitContext(ctx, unit, "replace", done); err != nil {
+		if noSuchUnit(err) {
+			return nil
+		}
+		return fmt.Errorf("units: stop %s: %w", unit, err)
+	}
+	select {
+	case r := <-done:
+		if r != "done" {
+			return fmt.Errorf("units: stop %s: job result %q", unit, r)
+		}
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("units: stop %s: %w", unit, ctx.Err())
+	}
+}
+
+// Kill sends SIGKILL to every process of the unit now.
+func (b *Systemd) Kill(ctx context.Context, p layout.Proc) error {
+	c, err := b.connection(ctx)
+	if err != nil {
+		return err
+	}
+	unit := p.UnitName()
+	if err := c.KillUnitWithTarget(ctx, unit, sddbus.All, int32(syscall.SIGKILL)); err != nil && !noSuchUnit(err) {
+		return fmt.Errorf("units: kill %s: %w", unit, err)
+	}
+	return nil
+}
+
+func noSuchUnit(err error) bool {
+	var de godbus.Error
+	return errors.As(err, &de) && (de.Name == "org.freedesktop.systemd1.NoSuchUnit" ||
+		de.Name == "org.freedesktop.systemd1.LoadFailed")
+}
+
+// proofPoll is how often a proof looks again.
+const proofPoll = 5 * time.Millisecond
+
+// Prove stops the unit and proves it gone: the stop answered, the unit
+// inactive, its cgroup empty in every hierarchy CgroupDirs names.
+func (b *Systemd) Prove(ctx context.Context, p layout.Proc) outcome.Kill {
+	return b.proofs.run(ctx, func(ctx context.Context) outcome.Kill {
+		unit := p.UnitName()
+		c, err := b.connection(ctx)
+		if err != nil {
+			return outcome.Unproven(outcome.StopUnanswered, err)
+		}
+		// Where the unit's cgroup is: the slice's, which outlives the unit.
+		slice, err := b.observeSlice(ctx, c, p.Instance().SliceName())
+		if err != nil {
+			return outcome.Unproven(outcome.StopUnanswered, fmt.Errorf("units: read slice of %s: %w", unit, err))
+		}
+		if err := stopUnit(ctx, c, unit); err != nil {
+			return outcome.Unproven(outcome.StopUnanswered, err)
+		}
+		for {
+			st, err := b.observe(ctx, c, unit)
+			if err == nil && st.Gone() {
+				break
+			}
+			if ctx.Err() != nil {
+				return outcome.Unproven(outcome.UnitActive, fmt.Errorf("units: %s still %s: %w", unit, st.ActiveState, ctx.Err()))
+			}
+			time.Sleep(proofPoll)
+		}
+		if !slice.active {
+			// The instance's slice was never started (systemd loads a
+			// slice by name on demand, inactive) or has stopped, which
+			// systemd does only once everything in it is gone: no unit of
+			// the instance has a cgroup.
+			return outcome.ProvenKill()
+		}
+		if slice.cgroup == "" {
+			return outcome.Unproven(outcome.NoDelegation, fmt.Errorf("units: the slice of %s has no cgroup to read", unit))
+		}
+		dirs := b.cfg.CgroupDirs(slice.cgroup + "/" + unit)
+		for {
+			n, err := populated(dirs)
+			if err == nil && n == 0 {
+				return outcome.ProvenKill()
+			}
+			if ctx.Err() != nil || (err != nil && !errors.Is(err, os.ErrNotExist)) {
+				reason := outcome.CgroupNotEmpty
+				if errors.Is(err, os.ErrPermission) {
+					reason = outcome.Permission
+				}
+				return outcome.Unproven(reason, fmt.Errorf("units: %s: %d process(es) left in its cgroup: %w", unit, n, errors.Join(err, ctx.Err())))
+			}
+			time.Sleep(proofPoll)
+		}
+	})
+}
+
+type sliceState struct {
+	active bool
+	cgroup string
+}
+
+func (b *Systemd) observeSlice(ctx context.Context, c *sddbus.Conn, slice string) (sliceState, error) {
+	up, err := c.GetUnitPropertiesContext(ctx, slice)
+	if err != nil {
+		return sliceState{}, err
+	}
+	load, _ := up["LoadState"].(string)
+	active, _ := up["ActiveState"].(string)
+	if load != "loaded" || active == "inactive" {
+		return sliceState{}, nil
+	}
+	sp, err := c.GetUnitTypePropertiesContext(ctx, slice, "Slice")
+	if err != nil {
+		return sliceState{}, err
+	}
+	cg, _ := sp["ControlGroup"].(string)
+	return sliceState{active: true, cgroup: cg}, nil
+}
+
+// populated counts the processes in each dir's cgroup tree; a dir that
+// does not exist holds none.
+func populated(dirs []string) (int, error) {
+	n := 0
+	for _, d := range dirs {
+		err := filepath.WalkDir(d, func(path string, e os.DirEntry, err error) error {
+			if err != nil {
+				if errors.Is(err, os.ErrNotExist) {
+					return nil
+				}
+				return err
+			}
+			if !e.IsDir() {
+				return nil
+			}
+			b, err := os.ReadFile(filepath.Join(path, "cgroup.procs"))
+			if errors.Is(err, os.ErrNotExist) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			n += len(strings.Fields(string(b)))
+			return nil
+		})
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}

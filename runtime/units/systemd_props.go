@@ -1,0 +1,71 @@
+package units
+
+import (
+	"errors"
+	"math"
+	"path/filepath"
+
+	sddbus "github.com/coreos/go-systemd/v22/dbus"
+	godbus "github.com/godbus/dbus/v5"
+
+	"github.com/unitlet/unitlet/runtime/cgroups"
+)
+
+// infinity is systemd's "no limit" for MemoryMax, TasksMax and
+// CPUQuotaPerSecUSec.
+const infinity = uint64(math.MaxUint64)
+
+// cpuQuotaUSecPerCore is CPUQuotaPerSecUSec for one full core.
+const cpuQuotaUSecPerCore = 1_000_000
+
+// tierProps turns a tier into systemd properties. A zero field is left out
+// for a new unit and set to infinity with reset, so restoring a slice
+// clears a raised value the tier does not have.
+func tierProps(t cgroups.Tier, reset bool) []sddbus.Property {
+	var props []sddbus.Property
+	add := func(name string, v int64, scale uint64) {
+		switch {
+		case v > 0:
+			props = append(props, sddbus.Property{Name: name, Value: godbus.MakeVariant(uint64(v) * scale)})
+		case reset:
+			props = append(props, sddbus.Property{Name: name, Value: godbus.MakeVariant(infinity)})
+		}
+	}
+	add("MemoryMax", t.MemoryBytes, 1)
+	add("TasksMax", t.Pids, 1)
+	add("CPUQuotaPerSecUSec", t.CPUMillis, cpuQuotaUSecPerCore/1000)
+	return props
+}
+
+// serviceProps are the transient service's properties: the trampoline as
+// ExecStart, Type=exec (the start job succeeds only once the trampoline
+// was exec'd, so a failed job proves it never ran), the whole cgroup
+// killed on stop, and hardening defaults.
+func (b *Systemd) serviceProps(spec Spec) ([]sddbus.Property, error) {
+	if b.cfg.Exe == "" || !filepath.IsAbs(b.cfg.Exe) {
+		return nil, errors.New("units: the unitlet binary path must be absolute")
+	}
+	inst := spec.Proc.Instance()
+	launchFile := filepath.Join(inst.DataDir(), spec.Proc.LaunchFile())
+	props := []sddbus.Property{
+		sddbus.PropDescription("unitlet " + spec.Proc.UnitName()),
+		sddbus.PropExecStart([]string{b.cfg.Exe, "exec", "--launch", launchFile, "--log-socket", spec.Proc.LogSocket()}, false),
+		sddbus.PropType("exec"),
+		sddbus.PropSlice(inst.SliceName()),
+		{Name: "KillMode", Value: godbus.MakeVariant("control-group")},
+		{Name: "NoNewPrivileges", Value: godbus.MakeVariant(true)},
+		{Name: "PrivateTmp", Value: godbus.MakeVariant(true)},
+		{Name: "ProtectSystem", Value: godbus.MakeVariant("strict")},
+		{Name: "ReadWritePaths", Value: godbus.MakeVariant([]string{inst.DataDir(), inst.RunDir()})},
+	}
+	if spec.Grace > 0 {
+		props = append(props, sddbus.Property{Name: "TimeoutStopUSec", Value: godbus.MakeVariant(uint64(spec.Grace.Microseconds()))})
+	}
+	if spec.Delegate {
+		props = append(props, sddbus.Property{Name: "Delegate", Value: godbus.MakeVariant(true)})
+	}
+	if spec.User != "" {
+		props = append(props, sddbus.Property{Name: "User", Value: godbus.MakeVariant(spec.User)})
+	}
+	return append(props, tierProps(spec.Tier, false)...), nil
+}
