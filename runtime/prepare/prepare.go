@@ -1,0 +1,327 @@
+// Package prepare does everything a role or generation of an instance
+// needs on the node before its unit starts: directories, the admin token,
+// the merged environment, stale records and sockets cleared, and the
+// control and log listeners bound. Each step is timed; the listeners are
+// returned so the caller can hand them on, or close them all on failure.
+package prepare
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/unitlet/unitlet/runtime/control"
+	"github.com/unitlet/unitlet/runtime/instancefs"
+	"github.com/unitlet/unitlet/runtime/launch"
+	"github.com/unitlet/unitlet/runtime/layout"
+	"github.com/unitlet/unitlet/runtime/logs"
+	"golang.org/x/sys/unix"
+)
+
+// Request is one role or generation to prepare.
+type Request struct {
+	Instance layout.Instance
+	Host     string
+	Role     layout.Role
+	// Generation: for the run role the generation prepared; for cmd the
+	// generation it runs against (its env comes from that launch file);
+	// 0 for seed and sidecar.
+	Generation uint64
+	// SocketGID owns the run dir and sockets (so a proxy in that group can
+	// connect); AppUID owns the data dir and generation dir (so the app can
+	// write and bind there). -1: leave as created (root).
+	SocketGID, AppUID int
+	// SpecEnv is the Instance's env; RefEnv the referenced Secret and
+	// ConfigMap data. Platform variables win over both.
+	SpecEnv, RefEnv map[string]string
+	// Fence and State serve the control socket (run role only).
+	Fence control.Fence
+	State func() string
+	// LogFile receives the output lines; required except for cmd.
+	LogFile *logs.RotatingFile
+	// Logger receives the output lines and the control server's errors.
+	Logger logr.Logger
+}
+
+// Result is a prepared role or generation. Close releases what it holds.
+type Result struct {
+	Proc layout.Proc
+	Env  map[string]string
+	// Layers says for each key of Env which layer it came from, decided by
+	// the same env file read that produced Env.
+	Layers  map[string]Layer
+	Control *control.Server // nil: not a run role, or the bind failed (see Warnings)
+	Logs    *logs.Listener  // nil for cmd
+	// Warnings are failures prepare continued past: a control bind, an
+	// env key under UNITLET_ from spec or refs (dropped).
+	Warnings []error
+	Timings  Timings
+}
+
+// Close closes the listeners; safe on a partly filled Result.
+func (r *Result) Close() error {
+	var errs []error
+	if r.Control != nil {
+		errs = append(errs, r.Control.Close())
+		r.Control = nil
+	}
+	if r.Logs != nil {
+		errs = append(errs, r.Logs.Close())
+		r.Logs = nil
+	}
+	return errors.Join(errs...)
+}
+
+// EnvList is Env as sorted KEY=VALUE entries.
+func (r *Result) EnvList() []string { return envList(r.Env) }
+
+// WriteLaunch writes the launch file for this process beneath the data
+// dir (atomic, 0600), with argv expanded against Env ($(NAME)) and exactly
+// Env as its environment.
+func (r *Result) WriteLaunch(host string, argv []string, workingDir, user string) error {
+	expanded := make([]string, len(argv))
+	for i, a := range argv {
+		expanded[i] = Expand(a, r.Env)
+	}
+	f := launch.File{Schema: launch.Schema, Host: host, Argv: expanded, Env: r.EnvList(), WorkingDir: workingDir, User: user}
+	return launch.Write(r.Proc.Instance().DataDir(), r.Proc.LaunchFile(), f)
+}
+
+// Prepare runs the steps for req in order. On error everything opened so
+// far is closed and the Result is nil.
+func Prepare(req Request) (res *Result, err error) {
+	res = &Result{}
+	res.Timings.begin(time.Now())
+	nameGen := req.Generation
+	if req.Role != layout.RoleRun {
+		nameGen = 0 // a cmd's own names are not keyed by its generation
+	}
+	p, err := req.Instance.Proc(req.Role, nameGen)
+	if err != nil {
+		return nil, err
+	}
+	if req.Role == layout.RoleCmd && req.Generation == 0 {
+		return nil, fmt.Errorf("cmd role: %w: the generation it runs against is needed", layout.ErrNotAGeneration)
+	}
+	if req.Role != layout.RoleCmd && req.LogFile == nil {
+		return nil, errors.New("prepare: no log file")
+	}
+	res.Proc = p
+	defer func() {
+		if err != nil {
+			res.Close()
+			res = nil
+		}
+	}()
+	inst := req.Instance
+
+	dirs, err := makeDirs(req, p)
+	if err != nil {
+		return res, err
+	}
+	defer dirs.close()
+	res.Timings.mark(StepDirs)
+
+	if req.Role == layout.RoleCmd {
+		if err := cmdEnv(res, inst, req.Generation); err != nil {
+			return res, err
+		}
+	} else {
+		token, err := ensureToken(inst)
+		if err != nil {
+			return res, fmt.Errorf("admin token of %s/%s: %w", inst.Namespace(), inst.Name(), err)
+		}
+		res.Timings.mark(StepAdminToken)
+		appSocket := ""
+		if p.Generation() != 0 {
+			appSocket, _ = inst.AppSocket(p.Generation())
+		}
+		var warnings []error
+		res.Env, res.Layers, warnings, err = mergeEnv(req.SpecEnv, req.RefEnv, platformEnv(req, p, token, appSocket))
+		if err != nil {
+			return res, err
+		}
+		res.Warnings = append(res.Warnings, warnings...)
+		res.Timings.mark(StepEnv)
+	}
+
+	if err := removeExitRecords(dirs.run, p.ExitPrefix()); err != nil {
+		return res, err
+	}
+	res.Timings.mark(StepExitRecords)
+
+	if req.Role == layout.RoleRun {
+		if err := removeStale(dirs.gen, layout.AppSocketName); err != nil {
+			return res, fmt.Errorf("stale app socket: %w", err)
+		}
+		res.Timings.mark(StepAppSocket)
+		bindControl(req, p, dirs, res)
+		res.Timings.mark(StepControlSocket)
+	}
+
+	if req.Role != layout.RoleCmd {
+		sock := p.LogSocket()
+		if err := removeStale(dirs.log, filepath.Base(sock)); err != nil {
+			return res, fmt.Errorf("stale log socket: %w", err)
+		}
+		res.Logs, err = logs.Listen(sock, logs.Options{
+			Labels: logs.Labels{Namespace: inst.Namespace(), Name: inst.Name(), Host: req.Host, Role: p.Role(), Generation: p.Generation()},
+			File:   req.LogFile,
+			Logger: req.Logger,
+		})
+		if err != nil {
+			return res, fmt.Errorf("log listener: %w", err)
+		}
+		res.Timings.mark(StepLogs)
+	}
+	return res, nil
+}
+
+// openDirs are the directories prepare works in, open by fd.
+type openDirs struct{ data, run, log, gen *os.File }
+
+func (d openDirs) close() {
+	for _, f := range []*os.File{d.data, d.run, d.log, d.gen} {
+		if f != nil {
+			f.Close()
+		}
+	}
+}
+
+func makeDirs(req Request, p layout.Proc) (d openDirs, err error) {
+	defer func() {
+		if err != nil {
+			d.close()
+		}
+	}()
+	inst := req.Instance
+	if d.data, err = ensureDir(inst.DataDir(), modeDataDir, req.AppUID, -1); err != nil {
+		return d, err
+	}
+	if d.run, err = ensureDir(inst.RunDir(), modeRunDir, -1, req.SocketGID); err != nil {
+		return d, err
+	}
+	if d.log, err = ensureSubdir(d.run, filepath.Base(inst.LogDir()), modeLogDir, -1, -1); err != nil {
+		return d, err
+	}
+	if p.Generation() != 0 {
+		gen, _ := inst.GenDir(p.Generation())
+		if d.gen, err = ensureSubdir(d.run, filepath.Base(gen), modeRunDir, req.AppUID, req.SocketGID); err != nil {
+			return d, err
+		}
+	}
+	return d, nil
+}
+
+// ensureToken returns the instance's admin token, minting it once: 32
+// random bytes, hex, in the env file (0600) beneath the data dir.
+func ensureToken(inst layout.Instance) (string, error) {
+	env, err := instancefs.ReadEnv(inst.DataDir(), layout.EnvFileName)
+	if err != nil {
+		return "", err
+	}
+	if tok := env[EnvAdminToken]; tok != "" {
+		return tok, nil
+	}
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	env[EnvAdminToken] = hex.EncodeToString(b[:])
+	if err := instancefs.WriteEnv(inst.DataDir(), layout.EnvFileName, env); err != nil {
+		return "", err
+	}
+	return env[EnvAdminToken], nil
+}
+
+// cmdEnv takes a cmd's env from its generation's launch file: the env that
+// generation runs with, not whatever the env files say now.
+func cmdEnv(res *Result, inst layout.Instance, gen uint64) error {
+	g, err := inst.Generation(gen)
+	if err != nil {
+		return err
+	}
+	lf, err := launch.Read(inst.DataDir(), g.LaunchFile())
+	if err != nil {
+		return fmt.Errorf("cmd env from generation %d: %w", gen, err)
+	}
+	res.Env = lf.EnvMap()
+	res.Layers = make(map[string]Layer, len(res.Env))
+	for k := range res.Env {
+		res.Layers[k] = LayerLaunch
+	}
+	res.Timings.mark(StepEnv)
+	return nil
+}
+
+// removeExitRecords removes this process's exit records, and only those:
+// a sibling generation's prefix never matches (see Proc.ExitPrefix).
+func removeExitRecords(run *os.File, prefix string) error {
+	names, err := readDirNames(run)
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		if strings.HasPrefix(n, prefix) {
+			if err := removeStale(run, n); err != nil {
+				return fmt.Errorf("stale exit record: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+func readDirNames(d *os.File) ([]string, error) {
+	// A fresh fd: reading names moves the offset of the one we hold.
+	f, err := instancefs.OpenBeneath(d, ".", unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return f.Readdirnames(-1)
+}
+
+// bindControl binds the control socket next to the generation's app
+// socket. A failure is a warning: the app runs without control verbs, and
+// its env no longer names a socket nobody listens on.
+func bindControl(req Request, p layout.Proc, dirs openDirs, res *Result) {
+	inst := req.Instance
+	app, _ := inst.AppSocket(p.Generation())
+	path := layout.ControlSocket(app)
+	warn := func(err error) {
+		res.Warnings = append(res.Warnings, fmt.Errorf("control socket %s: %w (running without control verbs)", path, err))
+		delete(res.Env, EnvControlSocket)
+		delete(res.Layers, EnvControlSocket)
+	}
+	_ = removeStale(dirs.gen, filepath.Base(path)) // a bind error below says why if this did not work
+	srv, err := control.Listen(path, control.Config{
+		Identity: control.Identity{Namespace: inst.Namespace(), Name: inst.Name(), Host: req.Host, Generation: p.Generation()},
+		Token: func() (string, error) {
+			env, err := instancefs.ReadEnv(inst.DataDir(), layout.EnvFileName)
+			return env[EnvAdminToken], err
+		},
+		Fence:         req.Fence,
+		State:         req.State,
+		DataDir:       inst.DataDir(),
+		SchedulesFile: layout.SchedulesFileName,
+		Logger:        req.Logger,
+	})
+	if err != nil {
+		warn(err)
+		return
+	}
+	if req.AppUID >= 0 || req.SocketGID >= 0 {
+		if err := unix.Fchownat(int(dirs.gen.Fd()), filepath.Base(path), req.AppUID, req.SocketGID, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			srv.Close()
+			warn(err)
+			return
+		}
+	}
+	res.Control = srv
+}

@@ -1,0 +1,351 @@
+package prepare
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/unitlet/unitlet/runtime/control"
+	"github.com/unitlet/unitlet/runtime/instancefs"
+	"github.com/unitlet/unitlet/runtime/launch"
+	"github.com/unitlet/unitlet/runtime/layout"
+	"github.com/unitlet/unitlet/runtime/logs"
+	"golang.org/x/sys/unix"
+)
+
+const nobody = 65534 // uid of nobody and gid of nogroup on Debian
+
+func needRoot(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("not root: prepare chowns directories and sockets")
+	}
+}
+
+type fixture struct {
+	inst  layout.Instance
+	file  *logs.RotatingFile
+	fence *control.ServingFence
+}
+
+// The run root is short (sun_path): directly in the temp dir.
+func newFixture(t testing.TB) fixture { return newFixtureAt(t, os.TempDir()) }
+
+// newFixtureAt is newFixture with the run root in runParent.
+func newFixtureAt(t testing.TB, runParent string) fixture {
+	t.Helper()
+	needRoot(t)
+	runRoot, err := os.MkdirTemp(runParent, "ulrun")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(runRoot) })
+	l := layout.Layout{StateRoot: t.TempDir(), RunRoot: runRoot, CgroupRoot: "unitlet-test"}
+	inst, err := l.Instance("ns", "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	file, err := logs.OpenRotating(inst.LogFile(), 1<<20, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { file.Close() })
+	fence := &control.ServingFence{}
+	fence.Serve(1)
+	return fixture{inst: inst, file: file, fence: fence}
+}
+
+func (f fixture) request(role layout.Role, gen uint64) Request {
+	return Request{
+		Instance: f.inst, Host: "shop.example.com", Role: role, Generation: gen,
+		SocketGID: nobody, AppUID: nobody,
+		SpecEnv: map[string]string{"A": "spec", "B": "spec", "UNITLET_GENERATION": "spoofed"},
+		RefEnv:  map[string]string{"B": "refs", "C": "refs"},
+		Fence:   f.fence.For(gen), LogFile: f.file,
+	}
+}
+
+func prepareOK(t testing.TB, req Request) *Result {
+	t.Helper()
+	res, err := Prepare(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { res.Close() })
+	return res
+}
+
+func TestPrepareRunRole(t *testing.T) {
+	f := newFixture(t)
+	res := prepareOK(t, f.request(layout.RoleRun, 1))
+	if len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0].Error(), "UNITLET_GENERATION from layer spec ignored") {
+		t.Fatalf("warnings: %v, want one for the spoofed UNITLET_GENERATION", res.Warnings)
+	}
+	genDir, _ := f.inst.GenDir(1)
+	type owned struct {
+		Mode     os.FileMode
+		UID, GID uint32
+	}
+	got := map[string]owned{}
+	for _, p := range []string{f.inst.DataDir(), f.inst.RunDir(), f.inst.LogDir(), genDir, f.inst.EnvFile()} {
+		var st unix.Stat_t
+		if err := unix.Lstat(p, &st); err != nil {
+			t.Fatal(err)
+		}
+		got[p] = owned{os.FileMode(st.Mode & 0o7777), st.Uid, st.Gid}
+	}
+	want := map[string]owned{
+		f.inst.DataDir(): {0o700, nobody, 0},
+		f.inst.RunDir():  {0o2750, 0, nobody},
+		f.inst.LogDir():  {0o700, 0, nobody}, // group inherited from the setgid run dir; mode gives it nothing
+		genDir:           {0o2750, nobody, nobody},
+		f.inst.EnvFile(): {0o600, 0, 0},
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("owners and modes (-want,+got):\n%s", d)
+	}
+
+	token := res.Env[EnvAdminToken]
+	if b, err := hex.DecodeString(token); err != nil || len(b) != 32 {
+		t.Fatalf("admin token %d chars, want 64 hex", len(token))
+	}
+	app, _ := f.inst.AppSocket(1)
+	wantEnv := map[string]string{
+		"A": "spec", "B": "refs", "C": "refs",
+		EnvAdminToken: token, EnvGeneration: "1", EnvAppSocket: app, EnvControlSocket: app + ".control",
+		EnvNamespace: "ns", EnvName: "web", EnvHost: "shop.example.com", EnvRole: "run", EnvDataDir: f.inst.DataDir(),
+	}
+	if d := cmp.Diff(wantEnv, res.Env); d != "" {
+		t.Errorf("env (-want,+got):\n%s", d)
+	}
+	wantLayers := map[string]Layer{"A": LayerSpec, "B": LayerRefs, "C": LayerRefs}
+	for k := range wantEnv {
+		if strings.HasPrefix(k, "UNITLET_") {
+			wantLayers[k] = LayerPlatform
+		}
+	}
+	if d := cmp.Diff(wantLayers, res.Layers); d != "" {
+		t.Errorf("layers (-want,+got):\n%s", d)
+	}
+
+	var names []string
+	for _, s := range res.Timings.Steps {
+		names = append(names, s.Name)
+	}
+	if d := cmp.Diff([]string{StepDirs, StepAdminToken, StepEnv, StepExitRecords, StepAppSocket, StepControlSocket, StepLogs}, names); d != "" {
+		t.Errorf("steps (-want,+got):\n%s", d)
+	}
+	if kv := res.Timings.KeysAndValues(); len(kv) != 2*len(names)+2 {
+		t.Errorf("KeysAndValues has %d entries", len(kv))
+	}
+
+	// The listeners are live: the control socket answers with the token,
+	// and a line written to the log socket reaches the file.
+	if code := controlGet(t, res.Control.Path(), token); code != http.StatusOK {
+		t.Errorf("control GET: %d", code)
+	}
+	c, err := net.Dial("unix", res.Logs.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Write([]byte("hello from g1\n"))
+	c.Close()
+	waitFor(t, func() bool {
+		b, _ := os.ReadFile(f.file.Path())
+		return bytes.Contains(b, []byte("g1 hello from g1"))
+	})
+}
+
+func controlGet(t *testing.T, sock, token string) int {
+	t.Helper()
+	c := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+	}}}
+	defer c.CloseIdleConnections()
+	req, _ := http.NewRequest("GET", "http://control/v1/instance", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 5s")
+		}
+	}
+}
+
+func TestAdminTokenMintedOnce(t *testing.T) {
+	f := newFixture(t)
+	first := prepareOK(t, f.request(layout.RoleSeed, 0))
+	first.Close()
+	second := prepareOK(t, f.request(layout.RoleRun, 1))
+	if first.Env[EnvAdminToken] != second.Env[EnvAdminToken] {
+		t.Fatal("token minted again")
+	}
+	env, err := instancefs.ReadEnv(f.inst.DataDir(), layout.EnvFileName)
+	if err != nil || env[EnvAdminToken] != second.Env[EnvAdminToken] {
+		t.Fatalf("env file token differs: %v", err)
+	}
+	for _, w := range second.Warnings {
+		if strings.Contains(w.Error(), env[EnvAdminToken]) {
+			t.Error("token appears in a warning")
+		}
+	}
+}
+
+func TestSeedAndSidecarGetNoControlOrAppSocket(t *testing.T) {
+	f := newFixture(t)
+	for _, role := range []layout.Role{layout.RoleSeed, layout.RoleSidecar} {
+		res := prepareOK(t, f.request(role, 0))
+		if res.Control != nil || res.Logs == nil {
+			t.Errorf("%s: control %v, logs %v", role, res.Control, res.Logs)
+		}
+		for _, k := range []string{EnvAppSocket, EnvControlSocket, EnvGeneration} {
+			if _, ok := res.Env[k]; ok {
+				t.Errorf("%s: env has %s", role, k)
+			}
+		}
+	}
+}
+
+func TestCmdRoleTakesGenerationLaunchEnv(t *testing.T) {
+	f := newFixture(t)
+	run := prepareOK(t, f.request(layout.RoleRun, 2))
+	if err := run.WriteLaunch("shop.example.com", []string{"/bin/app", "--listen", "$(UNITLET_APP_SOCKET)", "$$(A)"}, "", ""); err != nil {
+		t.Fatal(err)
+	}
+	lf, err := launch.Read(f.inst.DataDir(), "launch.gen.2.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	app, _ := f.inst.AppSocket(2)
+	if d := cmp.Diff([]string{"/bin/app", "--listen", app, "$(A)"}, lf.Argv); d != "" {
+		t.Errorf("argv (-want,+got):\n%s", d)
+	}
+	// The env file is now unreadable: a cmd must not read it.
+	if err := os.WriteFile(f.inst.EnvFile(), []byte("not an env file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	res := prepareOK(t, f.request(layout.RoleCmd, 2))
+	if d := cmp.Diff(run.Env, res.Env); d != "" {
+		t.Errorf("cmd env (-gen,+cmd):\n%s", d)
+	}
+	for k, l := range res.Layers {
+		if l != LayerLaunch {
+			t.Errorf("layer of %s: %s", k, l)
+		}
+	}
+	if res.Logs != nil || res.Control != nil {
+		t.Error("cmd got listeners")
+	}
+}
+
+func TestEnvFileSymlinkRefused(t *testing.T) {
+	f := newFixture(t)
+	shadow := filepath.Join(t.TempDir(), "shadow")
+	secret := []byte("root:$6$hash:19000:0:99999:7:::\n")
+	if err := os.WriteFile(shadow, secret, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(f.inst.DataDir(), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(shadow, f.inst.EnvFile()); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Prepare(f.request(layout.RoleRun, 1))
+	if !errors.Is(err, instancefs.ErrSymlink) {
+		t.Fatalf("got %v, want ErrSymlink", err)
+	}
+	if b, _ := os.ReadFile(shadow); !bytes.Equal(b, secret) {
+		t.Fatal("file outside changed")
+	}
+	assertNoListeners(t, f, 1)
+}
+
+func TestDataDirSymlinkRefused(t *testing.T) {
+	f := newFixture(t)
+	outside := t.TempDir()
+	var before unix.Stat_t
+	if err := unix.Stat(outside, &before); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(f.inst.DataDir()), 0o711); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, f.inst.DataDir()); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Prepare(f.request(layout.RoleRun, 1))
+	if !errors.Is(err, instancefs.ErrSymlink) {
+		t.Fatalf("got %v, want ErrSymlink", err)
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(outside, &st); err != nil || st.Uid != before.Uid || st.Mode != before.Mode {
+		t.Fatalf("outside dir chowned or chmoded: uid %d mode %o, %v", st.Uid, st.Mode, err)
+	}
+	if entries, _ := os.ReadDir(outside); len(entries) != 0 {
+		t.Fatalf("written outside: %v", entries)
+	}
+}
+
+func TestEnvFileTooLarge(t *testing.T) {
+	f := newFixture(t)
+	if err := os.MkdirAll(f.inst.DataDir(), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	big := bytes.Repeat([]byte("K=v\n"), instancefs.DefaultReadLimit/4+1)
+	if err := os.WriteFile(f.inst.EnvFile(), big, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Prepare(f.request(layout.RoleRun, 1)); !errors.Is(err, instancefs.ErrTooLarge) {
+		t.Fatalf("got %v, want ErrTooLarge", err)
+	}
+	assertNoListeners(t, f, 1)
+}
+
+func TestMalformedEnvFileNamesLine(t *testing.T) {
+	f := newFixture(t)
+	if err := os.MkdirAll(f.inst.DataDir(), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(f.inst.EnvFile(), []byte("A=1\n# ok\nnot a pair\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Prepare(f.request(layout.RoleRun, 1))
+	var le *instancefs.EnvLineError
+	if !errors.As(err, &le) || le.Line != 3 {
+		t.Fatalf("got %v, want an error naming line 3", err)
+	}
+}
+
+// assertNoListeners: after a failed prepare no socket of generation gen
+// is left bound.
+func assertNoListeners(t *testing.T, f fixture, gen uint64) {
+	t.Helper()
+	p, _ := f.inst.Generation(gen)
+	app, _ := f.inst.AppSocket(gen)
+	for _, s := range []string{p.LogSocket(), layout.ControlSocket(app)} {
+		if _, err := os.Lstat(s); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s left behind: %v", s, err)
+		}
+	}
+}
