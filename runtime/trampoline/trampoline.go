@@ -1,0 +1,116 @@
+// Package trampoline is `unitlet exec`: the first thing a unit runs. It
+// reads the launch file beneath its directory (no symlink followed), wires
+// stdout and stderr to the instance's log socket, drops to the launch
+// file's user, and execs argv with exactly the launch file's env. It
+// execs nothing unless every step before succeeded.
+package trampoline
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	"github.com/unitlet/unitlet/runtime/launch"
+	"golang.org/x/sys/unix"
+)
+
+// Exit codes, as a shell would report them for the same failures.
+const (
+	ExitUsage      = 2   // bad flags
+	ExitLaunchFile = 1   // launch file missing, refused or invalid
+	ExitSetup      = 125 // log socket, user or working dir
+	ExitCannotExec = 126 // exec failed
+	ExitNotFound   = 127 // argv[0] does not exist
+
+	commandName = "unitlet exec"
+	usage       = "usage: unitlet exec --launch FILE [--log-socket PATH] [--err-socket PATH]"
+)
+
+// Main runs `unitlet exec` with args (the flags after "exec"). It returns
+// only on failure, with the exit code, after one line on stderr.
+func Main(args []string, stderr io.Writer) int {
+	fail := func(code int, format string, a ...any) int {
+		msg := strings.ReplaceAll(fmt.Sprintf(format, a...), "\n", " ")
+		fmt.Fprintf(stderr, "%s: %s\n", commandName, msg)
+		return code
+	}
+	fs := flag.NewFlagSet(commandName, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	launchPath := fs.String("launch", "", "launch file")
+	logSocket := fs.String("log-socket", "", "unix socket for stdout and stderr")
+	errSocket := fs.String("err-socket", "", "unix socket for stderr alone (cmd role)")
+	if err := fs.Parse(args); err != nil {
+		return fail(ExitUsage, "%v; %s", err, usage)
+	}
+	if *launchPath == "" || fs.NArg() != 0 {
+		return fail(ExitUsage, "%s", usage)
+	}
+	abs, err := filepath.Abs(*launchPath)
+	if err != nil {
+		return fail(ExitLaunchFile, "launch file: %v", err)
+	}
+	lf, err := launch.Read(filepath.Dir(abs), filepath.Base(abs))
+	if err != nil {
+		return fail(ExitLaunchFile, "launch file: %v", err)
+	}
+	var cred *credential
+	if lf.User != "" {
+		if cred, err = lookupUser(lf.User); err != nil {
+			return fail(ExitSetup, "user %q: %v", lf.User, err)
+		}
+	}
+	if *logSocket != "" {
+		if err := redirect(*logSocket, 1, 2); err != nil {
+			return fail(ExitSetup, "log socket: %v", err)
+		}
+	}
+	if *errSocket != "" {
+		if err := redirect(*errSocket, 2); err != nil {
+			return fail(ExitSetup, "stderr socket: %v", err)
+		}
+	}
+	// Credentials and exec on one thread; setuid and setgid apply to all
+	// threads anyway (Go's all-threads syscalls), setgroups to this one.
+	runtime.LockOSThread()
+	if cred != nil {
+		if err := cred.drop(); err != nil {
+			return fail(ExitSetup, "drop to user %q: %v", lf.User, err)
+		}
+	}
+	if lf.WorkingDir != "" {
+		if err := unix.Chdir(lf.WorkingDir); err != nil {
+			return fail(ExitSetup, "working dir %s: %v", lf.WorkingDir, err)
+		}
+	}
+	err = unix.Exec(lf.Argv[0], lf.Argv, lf.Env)
+	if errors.Is(err, unix.ENOENT) {
+		return fail(ExitNotFound, "exec %s: %v", lf.Argv[0], err)
+	}
+	return fail(ExitCannotExec, "exec %s: %v", lf.Argv[0], err)
+}
+
+// redirect connects to the unix stream socket at path and makes it each of
+// the fds given (1, 2). The dialed fd itself is close-on-exec; dup3 without
+// flags leaves the targets open across exec.
+func redirect(path string, fds ...int) error {
+	s, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(s)
+	if err := unix.Connect(s, &unix.SockaddrUnix{Name: path}); err != nil {
+		return fmt.Errorf("connect %s: %w", path, err)
+	}
+	// The process only writes: no data will ever be read from the socket.
+	_ = unix.Shutdown(s, unix.SHUT_RD)
+	for _, fd := range fds {
+		if err := unix.Dup3(s, fd, 0); err != nil {
+			return fmt.Errorf("dup to fd %d: %w", fd, err)
+		}
+	}
+	return nil
+}

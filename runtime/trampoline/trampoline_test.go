@@ -1,0 +1,262 @@
+package trampoline
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/unitlet/unitlet/runtime/launch"
+	"github.com/unitlet/unitlet/runtime/layout"
+	"github.com/unitlet/unitlet/runtime/logs"
+)
+
+// The test binary doubles as `unitlet exec`: with this variable set it
+// runs Main instead of the tests, so the tests exercise a real exec
+// without depending on main.go.
+const asTrampoline = "UNITLET_TEST_RUN_TRAMPOLINE"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(asTrampoline) == "1" {
+		os.Exit(Main(os.Args[1:], os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+// runExec runs `unitlet exec args...` and returns its exit code and stderr.
+func runExec(t *testing.T, args ...string) (int, string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = []string{asTrampoline + "=1"}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return 0, stderr.String()
+	case errors.As(err, &ee):
+		return ee.ExitCode(), stderr.String()
+	}
+	t.Fatal(err)
+	return 0, ""
+}
+
+func writeLaunch(t *testing.T, f launch.File) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := launch.Write(dir, "launch.gen.1.json", f); err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(dir, "launch.gen.1.json")
+}
+
+// logSocket starts a real log listener writing to a rotated file in a
+// short temp dir (sun_path) and returns the socket and file paths.
+func logSocket(t *testing.T, maxBytes int64) (string, string) {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "ultramp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	file, err := logs.OpenRotating(filepath.Join(dir, "app.log"), maxBytes, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { file.Close() })
+	l, err := logs.Listen(filepath.Join(dir, "g1.sock"), logs.Options{
+		Labels: logs.Labels{Namespace: "ns", Name: "web", Host: "shop.example.com", Role: layout.RoleRun, Generation: 1},
+		File:   file,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l.Path(), file.Path()
+}
+
+// loggedLines waits for n lines across the current and rotated files and
+// returns their text, oldest first.
+func loggedLines(t *testing.T, file string, n int) []string {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		var lines []string
+		for _, p := range []string{file + ".3", file + ".2", file + ".1", file} {
+			b, _ := os.ReadFile(p)
+			for _, rec := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+				if parts := strings.SplitN(rec, " ", 3); len(parts) == 3 {
+					lines = append(lines, parts[2])
+				}
+			}
+		}
+		if len(lines) >= n || time.Now().After(deadline) {
+			return lines
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestExecOutputArrivesInRotatedLogFile(t *testing.T) {
+	sock, file := logSocket(t, 128) // small: the output spans three files
+	lf := writeLaunch(t, launch.File{
+		Schema: launch.Schema, Host: "shop.example.com",
+		Argv: []string{"/bin/sh", "-c", "echo hello; echo err >&2; echo \"$GREETING\"; echo line-four-of-output; echo line-five-of-output"},
+		Env:  []string{"GREETING=from the launch file"},
+	})
+	code, stderr := runExec(t, "--launch", lf, "--log-socket", sock)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	got := loggedLines(t, file, 5)
+	want := []string{"hello", "err", "from the launch file", "line-four-of-output", "line-five-of-output"}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("logged (-want,+got):\n%s", d)
+	}
+	if _, err := os.Stat(file + ".1"); err != nil {
+		t.Errorf("no rotation happened: %v", err)
+	}
+}
+
+func TestExecWithExactlyTheLaunchEnv(t *testing.T) {
+	sock, file := logSocket(t, 1<<20)
+	lf := writeLaunch(t, launch.File{Schema: launch.Schema, Argv: []string{"/usr/bin/env"}, Env: []string{"A=1", "B=two words"}})
+	if code, stderr := runExec(t, "--launch", lf, "--log-socket", sock); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if d := cmp.Diff([]string{"A=1", "B=two words"}, loggedLines(t, file, 2)); d != "" {
+		t.Errorf("env (-want,+got):\n%s", d)
+	}
+}
+
+func TestExecDropsToUserInWorkingDir(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("not root: dropping to another user needs root")
+	}
+	work, err := os.MkdirTemp("", "ulwork")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(work) })
+	if err := os.Chmod(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sock, file := logSocket(t, 1<<20)
+	lf := writeLaunch(t, launch.File{
+		Schema: launch.Schema, Argv: []string{"/bin/sh", "-c", "id -u; id -g; pwd"},
+		WorkingDir: work, User: "nobody",
+	})
+	if code, stderr := runExec(t, "--launch", lf, "--log-socket", sock); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if d := cmp.Diff([]string{"65534", "65534", work}, loggedLines(t, file, 3)); d != "" {
+		t.Errorf("(-want,+got):\n%s", d)
+	}
+}
+
+func TestCmdStderrToItsOwnSocket(t *testing.T) {
+	outSock, outFile := logSocket(t, 1<<20)
+	errSock, errFile := logSocket(t, 1<<20)
+	lf := writeLaunch(t, launch.File{Schema: launch.Schema, Argv: []string{"/bin/sh", "-c", "echo out; echo err >&2"}})
+	if code, stderr := runExec(t, "--launch", lf, "--log-socket", outSock, "--err-socket", errSock); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if got := loggedLines(t, outFile, 1); !cmp.Equal([]string{"out"}, got) {
+		t.Errorf("stdout socket got %q", got)
+	}
+	if got := loggedLines(t, errFile, 1); !cmp.Equal([]string{"err"}, got) {
+		t.Errorf("stderr socket got %q", got)
+	}
+}
+
+// markerArgv leaves a marker file if it is ever exec'd.
+func markerArgv(marker string) []string { return []string{"/bin/sh", "-c", "touch " + marker} }
+
+func TestBadLaunchFileExecsNothing(t *testing.T) {
+	marker := filepath.Join(t.TempDir(), "ran")
+	encoded, err := launch.Encode(launch.File{Schema: launch.Schema, Argv: markerArgv(marker)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := map[string]struct {
+		content  string // "" with missing: no file at all
+		missing  bool
+		wantCode int
+	}{
+		"missing file":   {missing: true, wantCode: ExitLaunchFile},
+		"unknown schema": {content: strings.Replace(string(encoded), launch.Schema, "unitlet.dev/launch/v9", 1), wantCode: ExitLaunchFile},
+		"not json":       {content: "argv=/bin/sh", wantCode: ExitLaunchFile},
+		"unknown field":  {content: strings.Replace(string(encoded), `"argv"`, `"privileged": true, "argv"`, 1), wantCode: ExitLaunchFile},
+		"relative argv0": {content: strings.Replace(string(encoded), `"/bin/sh"`, `"sh"`, 1), wantCode: ExitLaunchFile},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "launch.gen.1.json")
+			if !tc.missing {
+				if err := os.WriteFile(path, []byte(tc.content), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			code, stderr := runExec(t, "--launch", path)
+			assertRefused(t, code, tc.wantCode, stderr, marker)
+		})
+	}
+}
+
+func TestLaunchFileSymlinkRefused(t *testing.T) {
+	marker := filepath.Join(t.TempDir(), "ran")
+	outside := writeLaunch(t, launch.File{Schema: launch.Schema, Argv: markerArgv(marker)})
+	dir := t.TempDir()
+	link := filepath.Join(dir, "launch.gen.1.json")
+	if err := os.Symlink(outside, link); err != nil {
+		t.Fatal(err)
+	}
+	code, stderr := runExec(t, "--launch", link)
+	assertRefused(t, code, ExitLaunchFile, stderr, marker)
+	if !strings.Contains(stderr, "symlink") {
+		t.Errorf("reason does not name the symlink: %q", stderr)
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	tests := map[string][]string{
+		"no launch flag": {},
+		"unknown flag":   {"--launch", "x", "--privileged"},
+		"extra argument": {"--launch", "x", "extra"},
+	}
+	for name, args := range tests {
+		t.Run(name, func(t *testing.T) {
+			code, stderr := runExec(t, args...)
+			assertRefused(t, code, ExitUsage, stderr, "")
+		})
+	}
+}
+
+func TestUnreachableLogSocketExecsNothing(t *testing.T) {
+	marker := filepath.Join(t.TempDir(), "ran")
+	lf := writeLaunch(t, launch.File{Schema: launch.Schema, Argv: markerArgv(marker)})
+	code, stderr := runExec(t, "--launch", lf, "--log-socket", filepath.Join(t.TempDir(), "none.sock"))
+	assertRefused(t, code, ExitSetup, stderr, marker)
+}
+
+func assertRefused(t *testing.T, code, wantCode int, stderr, marker string) {
+	t.Helper()
+	if code != wantCode {
+		t.Errorf("exit %d, want %d (stderr %q)", code, wantCode, stderr)
+	}
+	if !strings.HasPrefix(stderr, "unitlet exec: ") || strings.Count(stderr, "\n") != 1 {
+		t.Errorf("stderr is not one reason line: %q", stderr)
+	}
+	if marker != "" {
+		if _, err := os.Stat(marker); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("the program ran: %v", err)
+		}
+	}
+}
