@@ -33,7 +33,8 @@ const teardownTimeout = 10 * time.Second
 type Options struct {
 	// Writable are host directories that stay writable inside the
 	// namespace (everything else of / is read-only there), e.g. the
-	// directories a test's units write exit records into.
+	// directories a test's units write exit records into. They must lie
+	// outside /tmp and /var/tmp, which are private tmpfs mounts inside.
 	Writable []string
 }
 
@@ -85,6 +86,11 @@ func BootWith(t testing.TB, opts Options) *System {
 // The caller must Close it. Leftovers of earlier runs are swept first, once
 // per process.
 func Start(ctx context.Context, opts Options) (_ *System, err error) {
+	for _, d := range opts.Writable {
+		if !filepath.IsAbs(d) || underPrivateTmp(d) {
+			return nil, fmt.Errorf("systemdboot: writable dir %q must be absolute and outside /tmp and /var/tmp", d)
+		}
+	}
 	sweepOnce.Do(func() { _ = Sweep() })
 	hs, err := hierarchies()
 	if err != nil {
@@ -148,6 +154,18 @@ func Start(ctx context.Context, opts Options) (_ *System, err error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// underPrivateTmp reports whether d is hidden inside the namespace by its
+// own /tmp or /var/tmp.
+func underPrivateTmp(d string) bool {
+	d = filepath.Clean(d)
+	for _, t := range []string{"/tmp", "/var/tmp"} {
+		if d == t || strings.HasPrefix(d, t+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // findPID1 waits for unshare's child, the namespace's PID 1, and pins it

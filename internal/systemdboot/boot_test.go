@@ -132,7 +132,8 @@ func TestCloseLeavesNothingBehind(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res, err := startSleep(ctx, c, "systemdboot-test-left.service"); err != nil || res != "done" {
+	if res, err := startSleep(ctx, c, "systemdboot-test-left.service",
+		sddbus.Property{Name: "PrivateTmp", Value: godbus.MakeVariant(true)}); err != nil || res != "done" {
 		t.Fatalf("start: %q %v", res, err)
 	}
 	c.Close()
@@ -149,6 +150,11 @@ func TestCloseLeavesNothingBehind(t *testing.T) {
 	if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("PID 1 of the namespace (%d) still exists after Close", pid)
 	}
+	for _, pattern := range []string{"/tmp/systemd-private-*-systemdboot-test-left.service-*", "/var/tmp/systemd-private-*-systemdboot-test-left.service-*"} {
+		if m, _ := filepath.Glob(pattern); len(m) > 0 {
+			t.Errorf("the unit's private tmp is on the machine: %v", m)
+		}
+	}
 	after := map[string]string{
 		"nr_open":  readTrim(t, "/proc/sys/fs/nr_open"),
 		"file-max": readTrim(t, "/proc/sys/fs/file-max"),
@@ -161,7 +167,11 @@ func TestCloseLeavesNothingBehind(t *testing.T) {
 func TestWritableDirStaysWritable(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	dir := t.TempDir()
+	dir, err := os.MkdirTemp("/var/lib", "systemdboot-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	s := BootWith(t, Options{Writable: []string{dir}})
 	c, err := s.Conn(ctx)
 	if err != nil {
@@ -227,4 +237,16 @@ func deadPID(t *testing.T) int {
 		t.Fatal(err)
 	}
 	return p.Pid
+}
+
+func TestWritableUnderTmpIsRefused(t *testing.T) {
+	for name, dir := range map[string]string{"tmp": "/tmp/x", "var tmp": "/var/tmp", "relative": "x"} {
+		t.Run(name, func(t *testing.T) {
+			s, err := Start(context.Background(), Options{Writable: []string{dir}})
+			if err == nil {
+				_ = s.Close()
+				t.Fatalf("Start with writable %q succeeded", dir)
+			}
+		})
+	}
 }

@@ -75,6 +75,7 @@ exec unshare --cgroup --pid --fork --kill-child --mount --uts --ipc \
 // Read-only /proc/sys, /sys and / keep systemd from raising the machine's
 // sysctls or writing to the shared root; the arguments are directories
 // that stay writable (bound onto themselves before / turns read-only).
+// The script keeps running from its open file once /tmp is covered.
 const innerScript = `set -eu
 mount --bind /proc/sys /proc/sys
 mount -o remount,bind,ro /proc/sys
@@ -95,6 +96,10 @@ cp "$SDB_UNITS"/* /run/systemdboot/units/
 # systemd as PID 1 writes to /dev/console: keep that off the machine's.
 : > /run/systemdboot/console
 mount --bind /run/systemdboot/console /dev/console
+# Private /tmp and /var/tmp: what units leave there (PrivateTmp dirs)
+# goes with the namespace instead of piling up on the machine.
+mount -t tmpfs -o mode=1777 systemdboot-tmp /tmp
+mount -t tmpfs -o mode=1777 systemdboot-vartmp /var/tmp
 for d in "$@"; do mount --bind "$d" "$d"; done
 mount -o remount,bind,ro /
 export SYSTEMD_UNIT_PATH=/run/systemdboot/units

@@ -9,7 +9,8 @@
 //
 // The markers that carry these kinds through error chains change neither
 // an error's text nor what errors.Is finds, so wrapping a cause with one
-// never alters what a user or a classifier reads. "May it have run?" is the single
-// question callers ask (MightHaveRun); it is false only when a backend explicitly proved
-// that nothing ran. An unmarked error is never read as such a proof.
+// never alters what a user or a classifier reads. "May it have run?" is
+// the one question callers ask (MightHaveRun); it is false only when a
+// backend explicitly proved that nothing ran. An unmarked error is never
+// read as such a proof.
 package outcome

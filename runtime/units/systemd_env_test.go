@@ -36,8 +36,7 @@ func newSDEnv(t testing.TB) *sdEnv {
 	if err := copyFile(exe, "/proc/self/exe"); err != nil {
 		t.Fatal(err)
 	}
-	// PrivateTmp needs writable /tmp and /var/tmp inside.
-	sys := systemdboot.BootWith(t, systemdboot.Options{Writable: []string{root, "/tmp", "/var/tmp"}})
+	sys := systemdboot.BootWith(t, systemdboot.Options{Writable: []string{root}})
 	return &sdEnv{
 		sys: sys,
 		lay: layout.Layout{StateRoot: filepath.Join(root, "state"), RunRoot: filepath.Join(root, "run"), CgroupRoot: "unitlet"},

@@ -13,6 +13,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/unitlet/unitlet/runtime/cgroups"
+	"github.com/unitlet/unitlet/runtime/launch"
+	"github.com/unitlet/unitlet/runtime/layout"
 	"github.com/unitlet/unitlet/runtime/outcome"
 )
 
@@ -311,5 +313,75 @@ func TestSystemdList(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("listed units, running (-want,+got):\n%s", diff)
+	}
+}
+
+func TestSystemdStopKillsAfterGrace(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	env := newSDEnv(t)
+	b := env.backend(t, 10*time.Second)
+	inst, err := env.lay.Instance("ns1", "grace")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ready := filepath.Join(inst.RunDir(), "ready")
+	p := env.proc(t, "grace", 1, "/bin/sh", "-c", `trap "" TERM; /bin/sleep 1000 & echo > `+ready+`; wait`)
+	const grace = 300 * time.Millisecond
+	if got := b.Start(ctx, Spec{Proc: p, Grace: grace}); got.Kind != outcome.Running {
+		t.Fatalf("start: %v (%v)", got.Kind, got.Cause)
+	}
+	t.Cleanup(func() { b.Prove(context.Background(), p) })
+	waitFile(t, ready)
+	t0 := time.Now()
+	if err := b.Stop(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(t0); took < grace {
+		t.Errorf("Stop of an app that ignores SIGTERM returned after %v, before the %v grace", took, grace)
+	}
+	if k := b.Prove(ctx, p); !k.Proven {
+		t.Errorf("after Stop: %v", k.Err())
+	}
+}
+
+func TestSystemdRoleUnitSharesTheSlice(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	env := newSDEnv(t)
+	b := env.backend(t, 5*time.Second)
+	g1 := env.proc(t, "roles", 1, "/bin/sleep", "1000")
+	inst := g1.Instance()
+	side, err := inst.Proc(layout.RoleSidecar, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := launch.File{Schema: launch.Schema, Host: "roles.example.com", Argv: []string{"/bin/sleep", "1000"}}
+	if err := launch.Write(inst.DataDir(), side.LaunchFile(), f); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []layout.Proc{g1, side} {
+		if got := b.Start(ctx, Spec{Proc: p}); got.Kind != outcome.Running {
+			t.Fatalf("start %s: %v (%v)", p.UnitName(), got.Kind, got.Cause)
+		}
+		t.Cleanup(func() { b.Prove(context.Background(), p) })
+	}
+	sg, err := b.Observe(ctx, g1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss, err := b.Observe(ctx, side)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(filepath.Dir(sg.Cgroup), filepath.Dir(ss.Cgroup)); diff != "" {
+		t.Errorf("the sidecar's cgroup is not in the generation's slice (-want,+got):\n%s", diff)
+	}
+	// Proving the sidecar gone touches no sibling.
+	if k := b.Prove(ctx, side); !k.Proven {
+		t.Fatalf("prove sidecar: %v", k.Err())
+	}
+	if st, err := b.Observe(ctx, g1); err != nil || st.Gone() {
+		t.Errorf("generation 1 after the sidecar's proof: %+v %v, want running", st, err)
 	}
 }
