@@ -117,6 +117,9 @@ func (b *Systemd) Start(ctx context.Context, spec Spec) outcome.Start {
 	if err := b.ensureSlice(ctx, c, spec.Proc.Instance(), spec.Parent); err != nil {
 		return fail(outcome.NotStarted, err)
 	}
+	if err := ctx.Err(); err != nil {
+		return fail(outcome.NotStarted, fmt.Errorf("units: start %s not sent: %w", unit, err))
+	}
 	done := make(chan string, 1)
 	id, err := c.StartTransientUnitContext(ctx, unit, "fail", props, done)
 	if err != nil {

@@ -23,12 +23,13 @@ func TestSystemdStartOutcomes(t *testing.T) {
 	tests := map[string]struct {
 		argv []string
 		// exe overrides the trampoline path.
-		exe      string
-		user     string
-		afterJob time.Duration
-		want     outcome.StartKind
-		wantExit *outcome.Exit
-		wantErr  string // substring of the start's error
+		exe       string
+		user      string
+		afterJob  time.Duration
+		cancelled bool
+		want      outcome.StartKind
+		wantExit  *outcome.Exit
+		wantErr   string // substring of the start's error
 	}{
 		"a long-running app is Running": {
 			argv: []string{"/bin/sleep", "1000"}, want: outcome.Running,
@@ -51,6 +52,10 @@ func TestSystemdStartOutcomes(t *testing.T) {
 			argv: []string{"/bin/sleep", "1000"}, user: "unitlet-no-such-user",
 			want: outcome.NotStarted, wantErr: "did not exec (status 217)",
 			wantExit: &outcome.Exit{Result: "exit-code", Code: 217},
+		},
+		"a start whose context has ended is not sent": {
+			argv: []string{"/bin/sleep", "1000"}, cancelled: true,
+			want: outcome.NotStarted, wantErr: "context canceled",
 		},
 		"a relative trampoline is refused before anything is sent": {
 			argv: []string{"/bin/sleep", "1000"}, exe: "unitlet",
@@ -76,7 +81,13 @@ func TestSystemdStartOutcomes(t *testing.T) {
 					t.Errorf("cleanup: %s not proven gone: %v", p.UnitName(), k.Err())
 				}
 			})
-			got := b.Start(ctx, Spec{Proc: p, User: tc.user, Grace: time.Second})
+			sctx := ctx
+			if tc.cancelled {
+				c, cancel := context.WithCancel(ctx)
+				cancel()
+				sctx = c
+			}
+			got := b.Start(sctx, Spec{Proc: p, User: tc.user, Grace: time.Second})
 			if diff := cmp.Diff(tc.want.String(), got.Kind.String()); diff != "" {
 				t.Fatalf("kind (-want,+got):\n%s\ncause: %v", diff, got.Cause)
 			}
@@ -105,7 +116,7 @@ func TestSystemdLimitsStopAndProve(t *testing.T) {
 	p := env.proc(t, "limits", 3, "/bin/sleep", "1000")
 	tier := cgroups.Tier{MemoryBytes: 96 << 20, Pids: 40, CPUMillis: 500}
 	parent := cgroups.Tier{MemoryBytes: 192 << 20, Pids: 80}
-	got := b.Start(ctx, Spec{Proc: p, Tier: tier, Parent: parent, Grace: 2 * time.Second})
+	got := b.Start(ctx, Spec{Proc: p, Tier: tier, Parent: parent, Grace: 2 * time.Second, Delegate: true})
 	if got.Kind != outcome.Running {
 		t.Fatalf("start: %v (%v)", got.Kind, got.Cause)
 	}
@@ -119,15 +130,21 @@ func TestSystemdLimitsStopAndProve(t *testing.T) {
 	props := map[string]any{
 		"MemoryMax": sp["MemoryMax"], "TasksMax": sp["TasksMax"], "CPUQuotaPerSecUSec": sp["CPUQuotaPerSecUSec"],
 		"KillMode": sp["KillMode"], "TimeoutStopUSec": sp["TimeoutStopUSec"], "Type": sp["Type"],
-		"Slice": sp["Slice"],
+		"Slice": sp["Slice"], "NoNewPrivileges": sp["NoNewPrivileges"], "ProtectSystem": sp["ProtectSystem"],
+		"PrivateTmp": sp["PrivateTmp"],
 	}
 	want := map[string]any{
 		"MemoryMax": uint64(96 << 20), "TasksMax": uint64(40), "CPUQuotaPerSecUSec": uint64(500_000),
 		"KillMode": "control-group", "TimeoutStopUSec": uint64(2_000_000), "Type": "exec",
-		"Slice": p.Instance().SliceName(),
+		"Slice": p.Instance().SliceName(), "NoNewPrivileges": true, "ProtectSystem": "strict",
+		"PrivateTmp": true,
 	}
 	if diff := cmp.Diff(want, props); diff != "" {
 		t.Errorf("unit properties (-want,+got):\n%s", diff)
+	}
+
+	if diff := cmp.Diff(true, sp["Delegate"]); diff != "" {
+		t.Errorf("Delegate (-want,+got):\n%s", diff)
 	}
 
 	st, err := b.Observe(ctx, p)
