@@ -19,26 +19,18 @@ const (
 	modeLogDir  = 0o700
 )
 
-// ensureDir makes dir (its parents with modeParent), then opens it with no
-// symlink in any component and sets owner and mode through that fd, so a
-// symlink planted at dir is refused and never chowned or chmoded through.
+// ensureDir makes dir and its parents (modeParent) one component at a
+// time without following a symlink anywhere (instancefs.MkdirAll), then
+// sets owner and mode through the open fd, so nothing planted in the path
+// is ever created through, chowned or chmoded.
 // uid/gid -1 leave the owner/group as they are.
 func ensureDir(dir string, mode uint32, uid, gid int) (*os.File, error) {
-	if err := os.MkdirAll(filepath.Dir(dir), modeParent); err != nil {
-		return nil, err
-	}
-	if err := unix.Mkdir(dir, 0o700); err != nil && !errors.Is(err, unix.EEXIST) {
-		return nil, &os.PathError{Op: "mkdir", Path: dir, Err: err}
-	}
-	d, err := instancefs.OpenDir(dir)
+	parent, err := instancefs.MkdirAll(filepath.Dir(dir), modeParent)
 	if err != nil {
 		return nil, err
 	}
-	if err := setOwnerMode(d, mode, uid, gid); err != nil {
-		d.Close()
-		return nil, err
-	}
-	return d, nil
+	defer parent.Close()
+	return ensureSubdir(parent, filepath.Base(dir), mode, uid, gid)
 }
 
 // ensureSubdir is ensureDir for a directory directly beneath parent.

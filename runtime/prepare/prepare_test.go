@@ -307,6 +307,24 @@ func TestDataDirSymlinkRefused(t *testing.T) {
 	}
 }
 
+func TestDataDirParentSymlinkRefused(t *testing.T) {
+	f := newFixture(t)
+	outside := t.TempDir()
+	nsDir := filepath.Dir(f.inst.DataDir())
+	if err := os.MkdirAll(filepath.Dir(nsDir), 0o711); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, nsDir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Prepare(f.request(layout.RoleRun, 1)); !errors.Is(err, instancefs.ErrSymlink) {
+		t.Fatalf("got %v, want ErrSymlink", err)
+	}
+	if entries, _ := os.ReadDir(outside); len(entries) != 0 {
+		t.Fatalf("created outside: %v", entries)
+	}
+}
+
 func TestEnvFileTooLarge(t *testing.T) {
 	f := newFixture(t)
 	if err := os.MkdirAll(f.inst.DataDir(), 0o700); err != nil {
