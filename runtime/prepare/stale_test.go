@@ -118,24 +118,3 @@ func TestFailureClosesEverything(t *testing.T) {
 		t.Error("control socket still accepts")
 	}
 }
-
-func TestExpand(t *testing.T) {
-	env := map[string]string{"SOCK": "/run/a.sock", "E": ""}
-	tests := map[string]struct{ in, want string }{
-		"plain":        {"--listen", "--listen"},
-		"reference":    {"--listen=$(SOCK)", "--listen=/run/a.sock"},
-		"empty value":  {"x$(E)y", "xy"},
-		"unknown kept": {"$(NOPE)", "$(NOPE)"},
-		"escaped":      {"$$(SOCK)", "$(SOCK)"},
-		"unterminated": {"$(SOCK", "$(SOCK"},
-		"lone dollar":  {"cost $5 $", "cost $5 $"},
-		"two in a row": {"$(SOCK)$(SOCK)", "/run/a.sock/run/a.sock"},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			if got := Expand(tc.in, env); got != tc.want {
-				t.Errorf("Expand(%q) = %q, want %q", tc.in, got, tc.want)
-			}
-		})
-	}
-}
