@@ -129,15 +129,30 @@ func (d *v1Driver) place(rel string, pid int) error {
 	return m.AddPid("", pid)
 }
 
-// killOnce: cgroup.kill on the unified hierarchy where it exists, then
-// freeze, SIGKILL every pid seen in any hierarchy, thaw. Frozen, no
-// process can fork a new one between the read and the kill.
+// killOnce: cgroup.kill on the unified hierarchy where it exists (the
+// kernel kills that subtree, forks in flight included); then, only if a
+// process sits in a v1 hierarchy but not in the unified one (or there is
+// no unified one), freeze, SIGKILL every pid seen in any hierarchy, thaw.
+// Frozen, no process can fork a new one between the read and the kill.
+// Freezing while cgroup.kill's victims exit is slow, hence the check.
 func (d *v1Driver) killOnce(rel string) error {
 	var errs []error
-	if u := d.path("", rel); u != "" {
+	inUnified := map[int]bool{}
+	if u := d.path("", rel); u != "" && cgroups.PathExists(u) {
 		if err := cgroups.WriteFile(u, "cgroup.kill", "1"); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, err)
 		}
+		pids, _ := cgroups.GetAllPids(u)
+		for _, p := range pids {
+			inUnified[p] = true
+		}
+	}
+	all, err := d.pids(rel)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if !slices.ContainsFunc(all, func(p int) bool { return !inUnified[p] }) {
+		return errors.Join(errs...)
 	}
 	var fm *fs.Manager
 	if fp := d.path("freezer", rel); fp != "" && cgroups.PathExists(fp) {
@@ -182,9 +197,45 @@ func (d *v1Driver) pids(rel string) ([]int, error) {
 	return slices.Compact(all), nil
 }
 
+// populated answers from the unified cgroup.events first (one read for
+// the whole subtree), then from each v1 hierarchy until one holds a
+// process: empty means empty everywhere.
 func (d *v1Driver) populated(rel string) (bool, error) {
-	pids, err := d.pids(rel)
-	return len(pids) > 0, err
+	if u := d.path("", rel); u != "" {
+		pop, err := readPopulated(u)
+		if err == nil && pop {
+			return true, nil
+		}
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return false, err
+		}
+	}
+	for _, s := range d.order() {
+		pids, err := cgroups.GetAllPids(d.path(s, rel))
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return false, err
+		}
+		if len(pids) > 0 {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// order lists the v1 hierarchies, those a placement never skips first.
+func (d *v1Driver) order() []string {
+	out := []string{}
+	for _, s := range []string{"freezer", "pids", "memory"} {
+		if _, ok := d.h[s]; ok {
+			out = append(out, s)
+		}
+	}
+	for s := range d.h {
+		if s != "" && !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 func (d *v1Driver) exists(rel string) bool {

@@ -1,0 +1,78 @@
+package cgroups
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// The watch fires once the child's last process exits, not before, and at
+// once for a child that is already empty.
+func TestWatchEmptyFiresWhenChildEmpties(t *testing.T) {
+	cfg := testConfig(t)
+	m := newManager(t, cfg, "watch", Tier{})
+	g1, _ := m.CreateGeneration(1, Tier{})
+	h := spawnIn(t, m, g1, "exec sleep 1000", 1)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch, err := m.WatchEmpty(ctx, g1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ch:
+		t.Fatal("watch fired while the child is populated")
+	case <-time.After(150 * time.Millisecond): // past one poll interval
+	}
+	if err := h.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ch:
+	case <-time.After(10 * time.Second):
+		t.Fatal("watch did not fire after the last process exited")
+	}
+
+	g2, _ := m.CreateGeneration(2, Tier{})
+	ch2, err := m.WatchEmpty(ctx, g2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ch2:
+	case <-time.After(10 * time.Second):
+		t.Fatal("watch on an empty child did not fire")
+	}
+}
+
+// With the polling fallback alone (no inotify, as on plain v1) the watch
+// fires all the same; a cancelled watch never claims emptiness.
+func TestWatchPollingAndCancel(t *testing.T) {
+	cfg := testConfig(t)
+	m := newManager(t, cfg, "watchpoll", Tier{}).(*instance)
+	g1, _ := m.CreateGeneration(1, Tier{})
+	h := spawnIn(t, m, g1, "exec sleep 1000", 1)
+	noEvents := noEventsDriver{m.d}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancelled := watchEmpty(ctx, noEvents, m.rel(g1), 10*time.Millisecond)
+	cancel()
+	select {
+	case <-cancelled:
+		t.Fatal("a cancelled watch fired while the child is populated")
+	case <-time.After(100 * time.Millisecond):
+	}
+
+	ch := watchEmpty(context.Background(), noEvents, m.rel(g1), 10*time.Millisecond)
+	_ = h.cmd.Process.Kill()
+	select {
+	case <-ch:
+	case <-time.After(10 * time.Second):
+		t.Fatal("polling watch did not fire")
+	}
+}
+
+type noEventsDriver struct{ driver }
+
+func (noEventsDriver) eventsFile(string) string { return "" }
