@@ -62,7 +62,10 @@ type Manager interface {
 	// shim places itself with os.Getpid() before it execs anything.
 	Place(pid int, child string) error
 	// KillAndEmpty kills every process in child (and nowhere else) and
-	// waits until it is empty, bounded by ctx.
+	// waits until it is empty, bounded by ctx. An absent child is proven
+	// empty. The child stays; remove it (RemoveChild) before its name is
+	// used again: the kernel kills whatever is started into a cgroup that
+	// was killed with cgroup.kill (CLONE_INTO_CGROUP).
 	KillAndEmpty(ctx context.Context, child string) Proof
 	// WatchEmpty returns a channel closed once child is seen empty.
 	WatchEmpty(ctx context.Context, child string) (<-chan struct{}, error)
