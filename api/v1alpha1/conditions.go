@@ -1,0 +1,63 @@
+package v1alpha1
+
+// Condition types. Ready is positive; Reconciling and Stalled follow
+// kstatus (abnormal-true); StartUncertain and KillUnproven are abnormal-true
+// and drive Ready=False while they hold.
+const (
+	ConditionReady          = "Ready"
+	ConditionReconciling    = "Reconciling"
+	ConditionStalled        = "Stalled"
+	ConditionStartUncertain = "StartUncertain"
+	ConditionKillUnproven   = "KillUnproven"
+
+	// Generation conditions.
+	ConditionPrepared   = "Prepared"
+	ConditionStarted    = "Started"
+	ConditionTerminated = "Terminated"
+
+	// Enrollment conditions.
+	ConditionGuardArmed = "GuardArmed"
+	ConditionEnrolled   = "Enrolled"
+	ConditionHosting    = "Hosting"
+)
+
+// Condition reasons: one CamelCase word each.
+const (
+	ReasonReconciled       = "Reconciled"
+	ReasonProgressing      = "Progressing"
+	ReasonSwapping         = "Swapping"
+	ReasonSuspended        = "Suspended"
+	ReasonSwapAborted      = "SwapAborted"
+	ReasonSeedFailed       = "SeedFailed"
+	ReasonReadinessTimeout = "ReadinessTimeout"
+	ReasonFenced           = "Fenced"
+
+	// Start outcomes.
+	ReasonRunning              = "Running"
+	ReasonLaunchRefused        = "LaunchRefused"
+	ReasonMayHaveRun           = "MayHaveRun"
+	ReasonQueuedJobMayRun      = "QueuedJobMayRun"
+	ReasonExitedBeforeObserved = "ExitedBeforeObserved"
+
+	// Kill proofs.
+	ReasonProven         = "Proven"
+	ReasonCgroupNotEmpty = "CgroupNotEmpty"
+	ReasonProofTimedOut  = "ProofTimedOut"
+	ReasonNoDelegation   = "NoDelegation"
+
+	// Enrollment.
+	ReasonAwaitingApproval = "AwaitingApproval"
+	ReasonGuardCheckFailed = "GuardCheckFailed"
+	ReasonApproved         = "Approved"
+)
+
+// Finalizer is the lease: the agent removes it only after every unit of
+// the object is proven gone.
+const Finalizer = "hosting.unitlet.dev/lease"
+
+// LabelInstance names a Generation's Instance.
+const LabelInstance = "hosting.unitlet.dev/instance"
+
+// FieldNodeName is the selectable field an agent's cache filters its
+// Instances and Generations by.
+const FieldNodeName = "spec.nodeName"

@@ -1,0 +1,98 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Mode is the agent's hosting mode.
+// +kubebuilder:validation:Enum=Joining;Hosting
+type Mode string
+
+const (
+	// ModeJoining hosts nothing; readiness answers 503.
+	ModeJoining Mode = "Joining"
+	// ModeHosting runs the node's Instances.
+	ModeHosting Mode = "Hosting"
+)
+
+// EnrollmentSpec is the administrator's side of a node's enrollment.
+type EnrollmentSpec struct {
+	// Approved lets the node host once its guard is armed, like a CSR
+	// approval.
+	// +optional
+	Approved bool `json:"approved,omitempty"`
+}
+
+// GuardCheck is one precondition for hosting and its last result.
+type GuardCheck struct {
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+	// Passed is the check's result.
+	Passed bool `json:"passed"`
+	// Message says what was found, most of all when it failed.
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// EnrollmentStatus is the node's identity record, written by its agent.
+type EnrollmentStatus struct {
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// +optional
+	MachineID string `json:"machineID,omitempty"`
+	// +optional
+	BootID string `json:"bootID,omitempty"`
+	// +optional
+	AgentVersion string `json:"agentVersion,omitempty"`
+	// Platform is GOOS-GOARCH.
+	// +optional
+	Platform string `json:"platform,omitempty"`
+	// +optional
+	Kernel string `json:"kernel,omitempty"`
+	// CgroupMode is v1, hybrid or v2.
+	// +optional
+	CgroupMode string `json:"cgroupMode,omitempty"`
+	// +optional
+	UnitBackend string `json:"unitBackend,omitempty"`
+	// Mode is Joining until approved and armed, then Hosting.
+	// +optional
+	Mode Mode `json:"mode,omitempty"`
+	// Checks are the guard's checks with their results.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Checks []GuardCheck `json:"checks,omitempty"`
+	// Conditions: GuardArmed, Enrolled, Hosting.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// Enrollment is a node's identity record and its right to host, named
+// after the node.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=enr,categories=unitlet
+// +kubebuilder:printcolumn:name="Approved",type=boolean,JSONPath=`.spec.approved`
+// +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.status.mode`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Enrollment struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   EnrollmentSpec   `json:"spec,omitempty"`
+	Status EnrollmentStatus `json:"status,omitempty"`
+}
+
+// EnrollmentList is a list of Enrollments.
+// +kubebuilder:object:root=true
+type EnrollmentList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Enrollment `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&Enrollment{}, &EnrollmentList{})
+}

@@ -1,0 +1,115 @@
+package v1alpha1
+
+import (
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Strategy is how a new Generation takes over from the old one.
+// +kubebuilder:validation:Enum=Overlap;Replace
+type Strategy string
+
+const (
+	// StrategyOverlap starts the successor beside the old generation and
+	// flips the stable socket once it is ready: zero downtime.
+	StrategyOverlap Strategy = "Overlap"
+	// StrategyReplace stops the old generation and proves it gone before
+	// the successor starts: never two writers.
+	StrategyReplace Strategy = "Replace"
+)
+
+// InstanceSpec is a hosted app as its owner wants it.
+// +kubebuilder:validation:XValidation:rule="!has(self.overlap) || !has(self.overlap.memory) || quantity(string(self.overlap.memory)).compareTo(quantity(string(self.template.tier.memory))) >= 0",message="overlap.memory must be at least template.tier.memory"
+type InstanceSpec struct {
+	// Host is the name the app is served under; a DNS-1123 subdomain,
+	// unique among a node's Instances.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="host must be a DNS-1123 subdomain: lowercase letters, digits, '-' and '.', starting and ending with a letter or digit"
+	Host string `json:"host"`
+
+	// NodeName is the node that runs the Instance. It cannot change once
+	// set: moving an Instance means deleting and re-creating it.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="nodeName is immutable once the Instance is placed"
+	NodeName string `json:"nodeName"`
+
+	// Suspend true retires every generation (scale to zero); the
+	// Instance's directories are kept.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
+
+	// Strategy is how generations are swapped.
+	// +optional
+	// +kubebuilder:default=Overlap
+	Strategy Strategy `json:"strategy,omitempty"`
+
+	// Template is what runs; any change makes a new Generation.
+	Template Template `json:"template"`
+
+	// Overlap is the parent limit while two generations run side by side
+	// (default: twice the tier).
+	// +optional
+	Overlap *Overlap `json:"overlap,omitempty"`
+}
+
+// Overlap is the Instance-wide limit during an Overlap swap.
+type Overlap struct {
+	// +optional
+	Memory *resource.Quantity `json:"memory,omitempty"`
+}
+
+// InstanceStatus is what the node agent knows of the Instance.
+type InstanceStatus struct {
+	// ObservedGeneration is the metadata.generation last reconciled
+	// successfully.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// ActiveGeneration is the Generation that gets new connections.
+	// +optional
+	ActiveGeneration int64 `json:"activeGeneration,omitempty"`
+
+	// Socket is the stable path of the app's socket on its node.
+	// +optional
+	Socket string `json:"socket,omitempty"`
+
+	// Conditions: Ready, Reconciling, Stalled, StartUncertain, KillUnproven.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// Instance is a hosted app: a host name, a command, its environment and a
+// resource tier, run on one node.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:selectablefield:JSONPath=`.spec.nodeName`
+// +kubebuilder:resource:shortName=inst,categories=unitlet
+// +kubebuilder:printcolumn:name="Host",type=string,JSONPath=`.spec.host`
+// +kubebuilder:printcolumn:name="Node",type=string,JSONPath=`.spec.nodeName`
+// +kubebuilder:printcolumn:name="Active",type=integer,JSONPath=`.status.activeGeneration`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Instance struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   InstanceSpec   `json:"spec"`
+	Status InstanceStatus `json:"status,omitempty"`
+}
+
+// InstanceList is a list of Instances.
+// +kubebuilder:object:root=true
+type InstanceList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Instance `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&Instance{}, &InstanceList{})
+}

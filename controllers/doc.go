@@ -1,0 +1,3 @@
+// Package controllers holds the reconcilers: they speak Kubernetes and call
+// the node runtime through small interfaces.
+package controllers

@@ -1,0 +1,100 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/zapr"
+	"go.uber.org/zap"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	hostingv1alpha1 "github.com/unitlet/unitlet/api/v1alpha1"
+	"github.com/unitlet/unitlet/controllers"
+	"github.com/unitlet/unitlet/internal/scheme"
+)
+
+// Version is set at build time with -ldflags -X.
+var Version = "dev"
+
+// Main runs the agent until SIGTERM/SIGINT and returns the exit code.
+func Main(args []string) int {
+	opts, err := Parse(args)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "unitlet: %v\n", err)
+		return 2
+	}
+	log := newLogger(opts.LogDevelopment)
+	ctrl.SetLogger(log)
+	if err := Run(ctrl.SetupSignalHandler(), opts, log); err != nil {
+		log.Error(err, "agent stopped")
+		return 1
+	}
+	return 0
+}
+
+func newLogger(development bool) logr.Logger {
+	cfg := zap.NewProductionConfig()
+	if development {
+		cfg = zap.NewDevelopmentConfig()
+	}
+	z, err := cfg.Build()
+	if err != nil {
+		z = zap.NewNop()
+	}
+	return zapr.NewLogger(z)
+}
+
+// Run starts the manager for opts and blocks until ctx ends.
+func Run(ctx context.Context, opts Options, log logr.Logger) error {
+	cfg, err := restConfig(opts.Kubeconfig)
+	if err != nil {
+		return fmt.Errorf("kubernetes client configuration: %w", err)
+	}
+	// The agent's cache holds only this node's Instances and Generations,
+	// so the API server's watch, not the agent, bears the cluster's size.
+	onNode := fields.OneTermEqualSelector(hostingv1alpha1.FieldNodeName, opts.NodeName)
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 scheme.New(),
+		HealthProbeBindAddress: opts.ProbeAddr,
+		Metrics:                metricsserver.Options{BindAddress: opts.MetricsAddr},
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&hostingv1alpha1.Instance{}:   {Field: onNode},
+			&hostingv1alpha1.Generation{}: {Field: onNode},
+		}},
+	})
+	if err != nil {
+		return fmt.Errorf("manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return err
+	}
+	if err := (&controllers.Observer{Client: mgr.GetClient(), NodeName: opts.NodeName}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("observer: %w", err)
+	}
+	log.Info("agent starting", "node", opts.NodeName, "version", Version,
+		"stateRoot", opts.StateRoot, "runRoot", opts.RunRoot, "cgroupRoot", opts.CgroupRoot,
+		"unitBackend", opts.UnitBackend, "requireEnrollment", opts.RequireEnrollment)
+	if !opts.RequireEnrollment {
+		log.Info("enrollment not required: this node hosts without an approved Enrollment (single dev machine only)")
+	}
+	return mgr.Start(ctx)
+}
+
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig != "" {
+		return clientcmd.BuildConfigFromFlags("", kubeconfig)
+	}
+	return ctrl.GetConfig()
+}

@@ -1,0 +1,77 @@
+// Package agent wires the node agent: flags, logging, the manager and its
+// reconcilers. It holds no node logic of its own.
+package agent
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+)
+
+// Backend names a unit backend.
+const (
+	BackendSystemd = "systemd"
+	BackendDirect  = "direct"
+	BackendAuto    = "auto"
+)
+
+// Options are the agent's flags; every later piece reads the same ones.
+type Options struct {
+	NodeName          string
+	Kubeconfig        string
+	StateRoot         string
+	RunRoot           string
+	CgroupRoot        string
+	UnitBackend       string
+	RequireEnrollment bool
+	ProbeAddr         string
+	MetricsAddr       string
+	LogDevelopment    bool
+}
+
+// Parse reads the agent's flags from args.
+func Parse(args []string) (Options, error) {
+	host, _ := os.Hostname()
+	var o Options
+	fs := flag.NewFlagSet("unitlet", flag.ContinueOnError)
+	fs.StringVar(&o.NodeName, "node-name", host, "the node this agent runs as; it hosts only Instances with this spec.nodeName")
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig file; empty means in-cluster configuration or $KUBECONFIG")
+	fs.StringVar(&o.StateRoot, "state-root", "/var/lib/unitlet", "root of the Instances' data directories")
+	fs.StringVar(&o.RunRoot, "run-root", "/run/unitlet", "root of the Instances' run directories and sockets")
+	fs.StringVar(&o.CgroupRoot, "cgroup-root", "unitlet", "cgroup (relative to the hierarchy root) under which Instances are placed")
+	fs.StringVar(&o.UnitBackend, "unit-backend", BackendAuto, "how units are started: systemd, direct or auto (systemd when its bus answers)")
+	fs.BoolVar(&o.RequireEnrollment, "require-enrollment", true, "host nothing until this node's Enrollment is approved and its guard armed")
+	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints")
+	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "address of the metrics endpoint; 0 disables it")
+	fs.BoolVar(&o.LogDevelopment, "zap-devel", false, "human-readable development logging")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	return o, o.Validate()
+}
+
+// Validate refuses options the agent cannot run with.
+func (o Options) Validate() error {
+	var errs []error
+	if o.NodeName == "" {
+		errs = append(errs, errors.New("--node-name is empty and the hostname is unknown"))
+	}
+	switch o.UnitBackend {
+	case BackendSystemd, BackendDirect, BackendAuto:
+	default:
+		errs = append(errs, fmt.Errorf("--unit-backend=%q: want systemd, direct or auto", o.UnitBackend))
+	}
+	for flagName, p := range map[string]string{"--state-root": o.StateRoot, "--run-root": o.RunRoot} {
+		if p == "" || p[0] != '/' {
+			errs = append(errs, fmt.Errorf("%s=%q must be an absolute path", flagName, p))
+		}
+	}
+	if o.CgroupRoot == "" {
+		errs = append(errs, errors.New("--cgroup-root is empty"))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,28 @@
+// Command unitlet is the node agent and the small helpers it starts: with
+// no subcommand (or "agent") it runs the agent; "exec" is the trampoline a
+// unit runs before the app.
+package main
+
+import (
+	"os"
+
+	"github.com/unitlet/unitlet/internal/agent"
+	"github.com/unitlet/unitlet/runtime/trampoline"
+)
+
+func main() {
+	args := os.Args[1:]
+	if len(args) > 0 {
+		if sub, ok := subcommands[args[0]]; ok {
+			os.Exit(sub(args[1:]))
+		}
+	}
+	os.Exit(agent.Main(args))
+}
+
+// subcommands are the helper roles of the one binary, each a function of
+// its arguments returning the exit code.
+var subcommands = map[string]func([]string) int{
+	"agent": agent.Main,
+	"exec":  func(args []string) int { return trampoline.Main(args, os.Stderr) },
+}
