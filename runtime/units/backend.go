@@ -2,6 +2,7 @@ package units
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/unitlet/unitlet/runtime/cgroups"
@@ -45,6 +46,33 @@ type Status struct {
 	MainPID      int
 	Cgroup       string // as the manager names it
 	Exit         *Exit  // set once the main process has exited
+	// Proc is the process slot the unit belongs to, when its name or
+	// records map back to one (nil otherwise: re-adopt it by hand).
+	Proc *layout.Proc
+	// Uncertain: a start was handed off, and neither a live process nor
+	// a record shows what became of it. It may have run.
+	Uncertain bool
+}
+
+// StartOutcome is what a restarted agent knows of the unit's start from
+// this status alone: Running while it is active, ExitedBeforeObserved
+// (with the exit) when it ended unseen, MayHaveRun otherwise (starting,
+// or gone with no record of how). It is never
+// NotStarted: only the start call itself can prove that.
+func (s Status) StartOutcome() outcome.Start {
+	o := outcome.Start{Unit: s.Unit, InvocationID: s.InvocationID, MainPID: s.MainPID}
+	switch {
+	case s.ActiveState == "active" && !s.Uncertain:
+		o.Kind = outcome.Running
+	case s.Exit != nil:
+		o.Kind = outcome.ExitedBeforeObserved
+		o.Exit = &outcome.Exit{Result: s.Exit.Result, Code: s.Exit.Code, Signal: s.Exit.Signal}
+		o.Cause = fmt.Errorf("units: %s (%s) %w", s.Unit, s.Exit.Result, outcome.ErrExitedBeforeObserved)
+	default:
+		o.Kind = outcome.MayHaveRun
+		o.Cause = fmt.Errorf("units: %s: %s, no record of its end", s.Unit, s.ActiveState)
+	}
+	return o
 }
 
 // Gone reports whether the manager has the unit in no running state.

@@ -9,14 +9,30 @@ import (
 	"testing"
 
 	"github.com/unitlet/unitlet/runtime/launch"
+	"github.com/unitlet/unitlet/runtime/units/exitrecord"
+	"github.com/unitlet/unitlet/runtime/units/shim"
 )
 
-// TestMain lets the test binary stand in for "unitlet exec" in the units
-// it starts, until the real trampoline binary is built by the tests: it
-// reads the launch file the same way and execs argv with env exactly.
+// TestMain lets the test binary be the unitlet binary of the units it
+// starts: "shim" and "exit-record" run the real package Mains, as main.go
+// wires them; "exec" is a stand-in for the trampoline that reads the
+// launch file the same way and execs argv with env exactly; "starter"
+// is an agent that is killed mid-start (see direct_fault_test.go).
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == "exec" {
-		standInExec(os.Args[2:])
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case "exec":
+			standInExec(os.Args[2:])
+		case "shim":
+			os.Exit(shim.Main(os.Args[2:]))
+		case "exit-record":
+			os.Exit(exitrecord.Main(os.Args[2:]))
+		case "starter":
+			os.Exit(starterMain(os.Args[2:]))
+		}
+	}
+	if os.Geteuid() == 0 {
+		sweepOldDirectRoots()
 	}
 	os.Exit(m.Run())
 }

@@ -30,7 +30,10 @@ type SystemdConfig struct {
 	CgroupDirs func(cgroup string) []string
 	// ProofBudget bounds one Prove.
 	ProofBudget time.Duration
-	Log         logr.Logger
+	// Layout, when set, maps listed unit names back to their process
+	// slots (Status.Proc).
+	Layout layout.Layout
+	Log    logr.Logger
 }
 
 // Systemd runs units as transient systemd services, one slice per

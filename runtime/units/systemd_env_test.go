@@ -55,6 +55,7 @@ func (e *sdEnv) config(budget time.Duration, t testing.TB) SystemdConfig {
 			}
 		},
 		ProofBudget: budget,
+		Layout:      e.lay,
 		Log:         testr.NewWithInterface(t, testr.Options{}),
 	}
 }
@@ -73,7 +74,14 @@ func (e *sdEnv) backend(t testing.TB, budget time.Duration) *Systemd {
 // file running argv.
 func (e *sdEnv) proc(t testing.TB, name string, n uint64, argv ...string) layout.Proc {
 	t.Helper()
-	inst, err := e.lay.Instance("ns1", name)
+	return makeProc(t, e.lay, name, n, argv...)
+}
+
+// makeProc prepares generation n of instance name under lay: its dirs
+// and a launch file running argv.
+func makeProc(t testing.TB, lay layout.Layout, name string, n uint64, argv ...string) layout.Proc {
+	t.Helper()
+	inst, err := lay.Instance("ns1", name)
 	if err != nil {
 		t.Fatal(err)
 	}

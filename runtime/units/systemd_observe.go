@@ -16,15 +16,30 @@ import (
 
 	"github.com/unitlet/unitlet/runtime/layout"
 	"github.com/unitlet/unitlet/runtime/outcome"
+	"github.com/unitlet/unitlet/runtime/units/record"
 )
 
-// Observe reads the unit's state now.
+// Observe reads the unit's state now. Once the manager has forgotten how
+// a gone unit ended (a transient unit that succeeded is unloaded), its
+// exit record, written by ExecStopPost, still tells.
 func (b *Systemd) Observe(ctx context.Context, p layout.Proc) (Status, error) {
 	c, err := b.connection(ctx)
 	if err != nil {
 		return Status{}, err
 	}
-	return b.observe(ctx, c, p.UnitName())
+	st, err := b.observe(ctx, c, p.UnitName())
+	if err != nil {
+		return st, err
+	}
+	st.Proc = &p
+	if st.Exit == nil && st.Gone() {
+		var e record.Exit
+		err := record.Read(p.Instance().ExitDir(), record.Name(p, record.ExitSuffix), &e)
+		if err == nil && (st.InvocationID == "" || e.InvocationID == st.InvocationID) {
+			st.Exit = &Exit{Result: e.Result, Code: e.Code, Signal: e.Signal, At: e.At}
+		}
+	}
+	return st, nil
 }
 
 // CLD_* codes of ExecMainCode.
@@ -93,6 +108,13 @@ func (b *Systemd) List(ctx context.Context) ([]Status, error) {
 		st, err := b.observe(ctx, c, u.Name)
 		if err != nil {
 			return nil, err
+		}
+		if b.cfg.Layout.StateRoot != "" {
+			if p, err := ParseUnitName(b.cfg.Layout, u.Name); err == nil {
+				st.Proc = &p
+			} else {
+				b.cfg.Log.Info("listed unit maps to no process slot", "unit", u.Name, "err", err)
+			}
 		}
 		out = append(out, st)
 	}

@@ -9,6 +9,7 @@ import (
 	godbus "github.com/godbus/dbus/v5"
 
 	"github.com/unitlet/unitlet/runtime/cgroups"
+	"github.com/unitlet/unitlet/runtime/units/record"
 )
 
 // infinity is systemd's "no limit" for MemoryMax, TasksMax and
@@ -50,6 +51,9 @@ func (b *Systemd) serviceProps(spec Spec) ([]sddbus.Property, error) {
 	props := []sddbus.Property{
 		sddbus.PropDescription("unitlet " + spec.Proc.UnitName()),
 		sddbus.PropExecStart([]string{b.cfg.Exe, "exec", "--launch", launchFile, "--log-socket", spec.Proc.LogSocket()}, false),
+		// The exit record in the direct backend's format, from systemd's
+		// $SERVICE_RESULT, $EXIT_CODE and $EXIT_STATUS.
+		execStopPostPrivileged([]string{b.cfg.Exe, "exit-record", "--dir", inst.ExitDir(), "--name", record.Name(spec.Proc, record.ExitSuffix)}),
 		sddbus.PropType("exec"),
 		sddbus.PropSlice(inst.SliceName()),
 		{Name: "KillMode", Value: godbus.MakeVariant("control-group")},
@@ -68,4 +72,18 @@ func (b *Systemd) serviceProps(spec Spec) ([]sddbus.Property, error) {
 		props = append(props, sddbus.Property{Name: "User", Value: godbus.MakeVariant(spec.User)})
 	}
 	return append(props, tierProps(spec.Tier, false)...), nil
+}
+
+// execCommandEx is one entry of systemd's Exec*Ex properties (a(sasas)).
+type execCommandEx struct {
+	Path  string
+	Argv  []string
+	Flags []string
+}
+
+// execStopPostPrivileged is ExecStopPost with the "+" prefix: it runs as
+// root outside the unit's sandbox, so it can write the agent-owned exit
+// dir even when the app runs as a user of its own.
+func execStopPostPrivileged(argv []string) sddbus.Property {
+	return sddbus.Property{Name: "ExecStopPostEx", Value: godbus.MakeVariant([]execCommandEx{{Path: argv[0], Argv: argv, Flags: []string{"privileged"}}})}
 }

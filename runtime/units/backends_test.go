@@ -1,0 +1,59 @@
+package units
+
+import (
+	"os"
+	"testing"
+	"time"
+
+	"github.com/unitlet/unitlet/runtime/layout"
+)
+
+// testBackend is one backend under the shared behavioural tables: the
+// systemd one against a systemd booted for the test, the direct one on
+// the host's cgroups.
+type testBackend struct {
+	name string
+	lay  layout.Layout
+	// new returns a fresh backend, as a restarted agent would make.
+	new func(t testing.TB, budget time.Duration) Backend
+	// afterStart runs f between a start's answer and its first look.
+	afterStart func(b Backend, f func())
+	// trampoline points the backend at another trampoline binary.
+	trampoline func(b Backend, path string)
+	proofs     func(b Backend) *proofs
+	// cgroupDirs are the host directories of a unit's cgroup.
+	cgroupDirs func(cg string) []string
+	// writer is the exit record's By.
+	writer string
+}
+
+func backends(t *testing.T) []testBackend {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: real cgroups and a real systemd")
+	}
+	sd := newSDEnv(t)
+	d := newDEnv(t)
+	return []testBackend{
+		{
+			name: "systemd", lay: sd.lay, writer: "systemd",
+			new:        func(t testing.TB, budget time.Duration) Backend { return sd.backend(t, budget) },
+			afterStart: func(b Backend, f func()) { b.(*Systemd).afterJob = f },
+			trampoline: func(b Backend, path string) { b.(*Systemd).cfg.Exe = path },
+			proofs:     func(b Backend) *proofs { return b.(*Systemd).proofs },
+			cgroupDirs: func(cg string) []string {
+				return []string{sd.sys.HostCgroup("memory", cg), sd.sys.HostCgroup("systemd", cg)}
+			},
+		},
+		{
+			name: "direct", lay: d.lay, writer: "shim",
+			new:        func(t testing.TB, budget time.Duration) Backend { return d.backend(t, budget) },
+			afterStart: func(b Backend, f func()) { b.(*Direct).afterStart = f },
+			trampoline: func(b Backend, path string) { b.(*Direct).trampoline = path },
+			proofs:     func(b Backend) *proofs { return b.(*Direct).proofs },
+			cgroupDirs: func(cg string) []string {
+				return []string{hostCgroup("memory", cg), hostCgroup("systemd", cg), hostCgroup("pids", cg)}
+			},
+		},
+	}
+}

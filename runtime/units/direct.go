@@ -1,0 +1,283 @@
+package units
+
+import (
+	"bufio"
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	"github.com/unitlet/unitlet/runtime/cgroups"
+	"github.com/unitlet/unitlet/runtime/layout"
+	"github.com/unitlet/unitlet/runtime/outcome"
+	"github.com/unitlet/unitlet/runtime/units/record"
+	"github.com/unitlet/unitlet/runtime/units/shim"
+)
+
+// DirectConfig configures the direct backend.
+type DirectConfig struct {
+	// Layout names every directory, record and cgroup; its CgroupRoot
+	// is the cgroup root the instance parents live under.
+	Layout layout.Layout
+	// CgroupMount is the cgroup mount root ("" is the host's default).
+	CgroupMount string
+	// Exe is the absolute path of the unitlet binary, run as
+	// "<Exe> shim ..." and, by the shim, "<Exe> exec ...".
+	Exe string
+	// ProofBudget bounds one Prove.
+	ProofBudget time.Duration
+	Log         logr.Logger
+}
+
+// DefaultGrace is a stop's grace when the start gave none (systemd's
+// default stop timeout).
+const DefaultGrace = 90 * time.Second
+
+// escalateBudget bounds the kill a stop sends after its grace when the
+// caller has stopped waiting.
+const escalateBudget = 30 * time.Second
+
+// Direct runs each unit under a `unitlet shim` of its own in the unit's
+// cgroup, for machines without systemd. Everything it knows after a
+// restart comes from the cgroups and the records beneath the exit dirs.
+type Direct struct {
+	cfg    DirectConfig
+	proofs *proofs
+
+	mu       sync.Mutex
+	managers map[string]cgroups.Manager
+
+	// afterStart, when set by a test, runs between the shim's report and
+	// the first look at the unit.
+	afterStart func()
+	// beforeShim, when set by a test, runs once the start record is
+	// written and before the shim is started.
+	beforeShim func()
+	// afterShim, when set by a test, runs once the shim was exec'd and
+	// before its report is read: a starter killed here leaves a shim
+	// whose fate only the records tell.
+	afterShim func(pid int)
+	// trampoline, when set by a test, replaces Exe as the trampoline the
+	// shim starts (a real shim failing a real exec).
+	trampoline string
+}
+
+var _ Backend = (*Direct)(nil)
+
+// NewDirect returns the direct backend.
+func NewDirect(cfg DirectConfig) (*Direct, error) {
+	if cfg.Exe == "" || !filepath.IsAbs(cfg.Exe) {
+		return nil, errors.New("units: the unitlet binary path must be absolute")
+	}
+	if cfg.ProofBudget <= 0 {
+		return nil, errors.New("units: direct backend needs a positive ProofBudget")
+	}
+	if cfg.Layout.CgroupRoot == "" {
+		return nil, errors.New("units: direct backend needs Layout.CgroupRoot")
+	}
+	return &Direct{cfg: cfg, proofs: newProofs(cfg.ProofBudget), managers: map[string]cgroups.Manager{}}, nil
+}
+
+// Manager is the cgroup manager of inst, shared with the caller so a raise
+// or restore of the parent (an overlap) and the backend's own work see the
+// same state.
+func (b *Direct) Manager(inst layout.Instance) (cgroups.Manager, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	key := inst.Cgroup()
+	if m, ok := b.managers[key]; ok {
+		return m, nil
+	}
+	m, err := cgroups.New(cgroups.Config{MountRoot: b.cfg.CgroupMount, Root: b.cfg.Layout.CgroupRoot, Log: b.cfg.Log}, inst.Namespace(), inst.Name())
+	if err != nil {
+		return nil, fmt.Errorf("units: cgroups of %s/%s: %w", inst.Namespace(), inst.Name(), err)
+	}
+	if m.Parent() != key {
+		return nil, fmt.Errorf("units: cgroup parent %s, layout says %s", m.Parent(), key)
+	}
+	b.managers[key] = m
+	return m, nil
+}
+
+// Shutdown bounds every running and future proof by ctx.
+func (b *Direct) Shutdown(ctx context.Context) { b.proofs.shutdownWith(ctx) }
+
+// childOf is the cgroup child p runs in.
+func childOf(p layout.Proc) (string, error) {
+	if p.Generation() != 0 {
+		return layout.GenerationCgroup(p.Generation())
+	}
+	return layout.RoleCgroup(p.Role())
+}
+
+func newInvocationID() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b[:]), nil
+}
+
+// Start creates the unit's fresh cgroup child, records that a start is in
+// flight, and hands the start to a shim. Everything before the shim's
+// exec is NotStarted; after it, only the shim's own refusal proves
+// nothing ran.
+func (b *Direct) Start(ctx context.Context, spec Spec) outcome.Start {
+	p := spec.Proc
+	unit := p.UnitName()
+	inst := p.Instance()
+	res := outcome.Start{Unit: unit}
+	fail := func(k outcome.StartKind, err error) outcome.Start {
+		res.Kind, res.Cause = k, err
+		b.cfg.Log.Info("start failed", "unit", unit, "outcome", k.String(), "err", err)
+		return res
+	}
+	if spec.User != "" {
+		// The trampoline drops to the launch file's user; a second,
+		// different user here would be silently ignored.
+		return fail(outcome.NotStarted, fmt.Errorf("units: direct backend: %s: Spec.User is not supported, set the launch file's user", unit))
+	}
+	child, err := childOf(p)
+	if err != nil {
+		return fail(outcome.NotStarted, fmt.Errorf("units: %s: %w", unit, err))
+	}
+	m, err := b.Manager(inst)
+	if err != nil {
+		return fail(outcome.NotStarted, err)
+	}
+	if err := m.EnsureParent(spec.Parent); err != nil {
+		return fail(outcome.NotStarted, fmt.Errorf("units: %s: %w", unit, err))
+	}
+	if p.Generation() != 0 {
+		_, err = m.CreateGeneration(p.Generation(), spec.Tier)
+	} else {
+		_, err = m.CreateRole(p.Role())
+	}
+	if err != nil {
+		return fail(outcome.NotStarted, fmt.Errorf("units: %s: %w", unit, err))
+	}
+	id, err := newInvocationID()
+	if err != nil {
+		return fail(outcome.NotStarted, err)
+	}
+	dir := inst.ExitDir()
+	startName := record.Name(p, record.StartSuffix)
+	notStarted := func(err error) outcome.Start {
+		// Proven that nothing ran: the record of a start in flight and
+		// the fresh child go, so a retry and a re-adoption see nothing.
+		_ = os.Remove(filepath.Join(dir, startName))
+		_ = m.RemoveChild(child)
+		return fail(outcome.NotStarted, err)
+	}
+	sr := record.Start{Schema: record.Schema, Identity: record.IdentityOf(p), InvocationID: id,
+		Cgroup: path.Join(m.Parent(), child), GraceMillis: spec.Grace.Milliseconds(), At: time.Now()}
+	if err := record.Write(dir, startName, sr); err != nil {
+		return notStarted(fmt.Errorf("units: %s: %w", unit, err))
+	}
+	if err := ctx.Err(); err != nil {
+		return notStarted(fmt.Errorf("units: start %s not sent: %w", unit, err))
+	}
+	args := shim.Args{
+		CgroupMount: b.cfg.CgroupMount, CgroupRoot: b.cfg.Layout.CgroupRoot,
+		Namespace: inst.Namespace(), Name: inst.Name(), Child: child,
+		ExitDir: dir, Prefix: p.ExitPrefix(), Invocation: id, Exe: cmp.Or(b.trampoline, b.cfg.Exe),
+		Launch: filepath.Join(inst.DataDir(), p.LaunchFile()), LogSocket: p.LogSocket(), ErrSocket: p.ErrLogSocket(),
+	}
+	if b.beforeShim != nil {
+		b.beforeShim()
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return notStarted(err)
+	}
+	defer r.Close()
+	cmd := &exec.Cmd{
+		Path: b.cfg.Exe, Args: append([]string{b.cfg.Exe, "shim"}, args.Flags()...),
+		Env: []string{}, Dir: "/", ExtraFiles: []*os.File{w},
+		// A session of its own: no signal to the agent's group or
+		// terminal reaches it, and it outlives the agent.
+		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
+	}
+	err = cmd.Start()
+	w.Close()
+	if err != nil {
+		return notStarted(fmt.Errorf("units: start shim for %s: %w", unit, err))
+	}
+	// The shim is the agent's child until the agent dies: reap it.
+	exited := make(chan *os.ProcessState, 1)
+	go func() {
+		_ = cmd.Wait()
+		exited <- cmd.ProcessState
+	}()
+	if b.afterShim != nil {
+		b.afterShim(cmd.Process.Pid)
+	}
+	verb, msg, err := readReport(ctx, r)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return fail(outcome.MayHaveRun, fmt.Errorf("units: start %s: no report from shim %d: %w", unit, cmd.Process.Pid, err))
+	case err != nil:
+		// The shim ended without a word: only its refusal code proves
+		// it exec'd nothing.
+		select {
+		case ps := <-exited:
+			if ps.ExitCode() == shim.ExitRefused {
+				return notStarted(fmt.Errorf("units: shim for %s refused (status %d)", unit, ps.ExitCode()))
+			}
+			return fail(outcome.MayHaveRun, fmt.Errorf("units: shim for %s ended (%v) without a report", unit, ps))
+		case <-ctx.Done():
+			return fail(outcome.MayHaveRun, fmt.Errorf("units: start %s: %w", unit, ctx.Err()))
+		}
+	case verb == shim.Refused:
+		select {
+		case <-exited: // out of the child before it goes
+		case <-ctx.Done():
+		}
+		return notStarted(fmt.Errorf("units: %s did not exec: %s", unit, msg))
+	case verb != shim.Started:
+		return fail(outcome.MayHaveRun, fmt.Errorf("units: start %s: %s", unit, msg))
+	}
+	pid, err := strconv.Atoi(msg)
+	if err != nil {
+		return fail(outcome.MayHaveRun, fmt.Errorf("units: start %s: bad report %q", unit, msg))
+	}
+	res.InvocationID, res.MainPID = id, pid
+	if b.afterStart != nil {
+		b.afterStart()
+	}
+	st, err := b.Observe(ctx, p)
+	if err != nil {
+		return fail(outcome.MayHaveRun, fmt.Errorf("units: start %s: started, then: %w", unit, err))
+	}
+	if st.Exit != nil {
+		res.Exit = &outcome.Exit{Result: st.Exit.Result, Code: st.Exit.Code, Signal: st.Exit.Signal}
+		return fail(outcome.ExitedBeforeObserved, fmt.Errorf("%s %w", unit, outcome.ErrExitedBeforeObserved))
+	}
+	res.Kind = outcome.Running
+	return res
+}
+
+// readReport reads the shim's one report line, giving up when ctx ends.
+func readReport(ctx context.Context, r *os.File) (verb, msg string, err error) {
+	stop := context.AfterFunc(ctx, func() { _ = r.SetReadDeadline(time.Now()) })
+	defer stop()
+	line, err := bufio.NewReader(r).ReadString('\n')
+	if err != nil {
+		return "", "", err
+	}
+	verb, msg, _ = strings.Cut(strings.TrimSuffix(line, "\n"), " ")
+	return verb, msg, nil
+}

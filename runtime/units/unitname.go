@@ -1,0 +1,58 @@
+package units
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/coreos/go-systemd/v22/unit"
+
+	"github.com/unitlet/unitlet/runtime/layout"
+)
+
+// ErrUnitName is wrapped when a unit name is not one layout derives, or
+// is one that cannot be mapped back (an instance whose name was too long
+// and became its short id).
+var ErrUnitName = errors.New("units: not an invertible unitlet unit name")
+
+// ParseUnitName maps a service name made by layout.Proc.UnitName back to
+// its process slot, for re-adoption after a restart. Each part was
+// escaped (a "-" inside namespace or name is \x2d), so the bare dashes
+// separate exactly three parts. The result must name the unit again.
+//
+// This belongs in runtime/layout, next to UnitName; it lives here until
+// layout has it.
+func ParseUnitName(lay layout.Layout, name string) (layout.Proc, error) {
+	bad := func(why string) (layout.Proc, error) {
+		return layout.Proc{}, fmt.Errorf("%w: %q: %s", ErrUnitName, name, why)
+	}
+	rest, ok := strings.CutPrefix(name, layout.UnitPrefix+"-")
+	if !ok {
+		return bad("no unitlet prefix")
+	}
+	rest, ok = strings.CutSuffix(rest, ".service")
+	if !ok {
+		return bad("not a service")
+	}
+	parts := strings.Split(rest, "-")
+	if len(parts) != 3 {
+		return bad("not <namespace>-<name>-<slot>")
+	}
+	inst, err := lay.Instance(unit.UnitNameUnescape(parts[0]), unit.UnitNameUnescape(parts[1]))
+	if err != nil {
+		return layout.Proc{}, fmt.Errorf("%w: %q: %w", ErrUnitName, name, err)
+	}
+	var p layout.Proc
+	if n, ok := layout.ParseGenerationCgroup(parts[2]); ok {
+		p, err = inst.Generation(n)
+	} else {
+		p, err = inst.Proc(layout.Role(parts[2]), 0)
+	}
+	if err != nil {
+		return layout.Proc{}, fmt.Errorf("%w: %q: %w", ErrUnitName, name, err)
+	}
+	if p.UnitName() != name {
+		return bad("does not name itself again")
+	}
+	return p, nil
+}
