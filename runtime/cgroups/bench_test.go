@@ -15,36 +15,12 @@ import (
 // BenchmarkKillAndEmpty times KillAndEmpty of a generation holding 101
 // processes (a shell fork tree), from the first kill to the proof. Each
 // iteration uses a fresh g<n>; spawning is outside the timer. p50/p99 are
-// reported from the iterations' own durations.
+// reported from the iterations' own durations; 1proc is the fixed cost,
+// 100procs-v2 the same kill on the pure v2 path (private namespace).
 func BenchmarkKillAndEmpty(b *testing.B) {
-	b.Run("100procs", func(b *testing.B) {
-		cfg := testConfig(b)
-		m := newManager(b, cfg, "bench", Tier{Pids: 4096})
-		var took []time.Duration
-		b.StopTimer()
-		for i := 0; i < b.N; i++ {
-			g, err := m.CreateGeneration(uint64(i+1), Tier{Pids: 1024})
-			if err != nil {
-				b.Fatal(err)
-			}
-			h := spawnIn(b, m, g, treeScript, 101)
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			start := time.Now()
-			b.StartTimer()
-			p := m.KillAndEmpty(ctx, g)
-			b.StopTimer()
-			took = append(took, time.Since(start))
-			cancel()
-			if !p.Proven {
-				b.Fatalf("unproven: %v", p.Error())
-			}
-			_ = h.cmd.Wait()
-			if err := m.RemoveChild(g); err != nil {
-				b.Fatal(err)
-			}
-		}
-		report(b, took)
-	})
+	b.Run("100procs", func(b *testing.B) { benchKill(b, treeScript, 101) })
+	// One process: the fixed cost of a kill and its proof.
+	b.Run("1proc", func(b *testing.B) { benchKill(b, "exec sleep 1000", 1) })
 	if os.Getenv(envV2) == "1" {
 		return
 	}
@@ -65,6 +41,35 @@ func BenchmarkKillAndEmpty(b *testing.B) {
 			b.ReportMetric(v, unit)
 		}
 	})
+}
+
+func benchKill(b *testing.B, script string, procs int) {
+	cfg := testConfig(b)
+	m := newManager(b, cfg, "bench", Tier{Pids: 4096})
+	var took []time.Duration
+	b.StopTimer()
+	for i := 0; i < b.N; i++ {
+		g, err := m.CreateGeneration(uint64(i+1), Tier{Pids: 1024})
+		if err != nil {
+			b.Fatal(err)
+		}
+		h := spawnIn(b, m, g, script, procs)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		start := time.Now()
+		b.StartTimer()
+		p := m.KillAndEmpty(ctx, g)
+		b.StopTimer()
+		took = append(took, time.Since(start))
+		cancel()
+		if !p.Proven {
+			b.Fatalf("unproven: %v", p.Error())
+		}
+		_ = h.cmd.Wait()
+		if err := m.RemoveChild(g); err != nil {
+			b.Fatal(err)
+		}
+	}
+	report(b, took)
 }
 
 // BenchmarkPlace is the cost of placing one process: a running process is

@@ -84,7 +84,6 @@ var (
 	ErrChildExists  = errors.New("cgroups: child already exists (children are never reused)")
 	ErrNoChild      = errors.New("cgroups: no such child")
 	ErrNotAChild    = errors.New("cgroups: not a child name (g<n>, role-seed, role-sidecar)")
-	ErrNotRaised    = errors.New("cgroups: parent is not raised")
 	ErrParentAbsent = errors.New("cgroups: instance parent does not exist")
 )
 
