@@ -43,14 +43,18 @@ build: ## Build the unitlet binary.
 	go build -o $(BIN)/unitlet .
 
 .PHONY: control-plane
-control-plane: ## Build kube-apiserver and etcd from source into bin/ (cached).
+control-plane: ## Build kube-apiserver, etcd and kubectl from source into bin/ (cached).
 	hack/build-control-plane.sh
+
+.PHONY: deps
+deps: ## Install the Debian packages tests need (systemd, dbus, openssl) when missing.
+	hack/deps.sh
 
 ##@ Test
 
 .PHONY: test
-test: control-plane build ## Everything: unit, envtest, fuzz smoke and kubectl checks.
-	go test -count=1 ./...
+test: deps control-plane build ## Everything: unit, envtest, fuzz smoke and kubectl checks.
+	go test -count=1 -timeout 20m ./...
 	$(MAKE) --no-print-directory fuzz
 	hack/check-printer-columns.sh
 
@@ -61,7 +65,7 @@ fuzz: ## Short runs of every fuzz target (seeds are in testdata/fuzz).
 ##@ Run
 
 .PHONY: dev-up
-dev-up: control-plane ## Start a local kube-apiserver + etcd and install the CRDs.
+dev-up: deps control-plane ## Start a local kube-apiserver + etcd and install the CRDs.
 	hack/dev.sh up
 
 .PHONY: dev-down

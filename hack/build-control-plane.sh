@@ -31,13 +31,19 @@ build_etcd() {
   mv "$BIN/etcd.tmp" "$BIN/etcd"
 }
 
-build_apiserver() {
-  if [ -x "$BIN/kube-apiserver" ] && "$BIN/kube-apiserver" --version 2>/dev/null | grep -q "Kubernetes ${KUBE_VERSION}$"; then
-    log "kube-apiserver $KUBE_VERSION present"; return
+# build_kube NAME builds k8s.io/kubernetes/cmd/NAME (kube-apiserver, kubectl)
+# from one scratch module, so the two share its build cache.
+build_kube() {
+  local name="$1"
+  if [ -x "$BIN/$name" ] && "$BIN/$name" version --client 2>/dev/null | grep -q "Client Version: ${KUBE_VERSION}$"; then
+    log "$name $KUBE_VERSION present"; return
   fi
-  log "building kube-apiserver $KUBE_VERSION (cold: ~4.5 min, ~2.5 GB of memory)"
-  local dir="$WORK/kube-apiserver" staging="v0.${KUBE_VERSION#v1.}"
-  rm -rf "$dir"; mkdir -p "$dir"
+  if [ -x "$BIN/$name" ] && "$BIN/$name" --version 2>/dev/null | grep -q "Kubernetes ${KUBE_VERSION}$"; then
+    log "$name $KUBE_VERSION present"; return
+  fi
+  log "building $name $KUBE_VERSION (cold kube-apiserver: ~4.5 min, ~2.5 GB of memory)"
+  local dir="$WORK/kube" staging="v0.${KUBE_VERSION#v1.}"
+  mkdir -p "$dir"
   local gomod
   gomod="$(cd "$dir" && GOFLAGS=-mod=mod go mod download -json "k8s.io/kubernetes@${KUBE_VERSION}" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p')"
   [ -f "$gomod" ] || { log "cannot find go.mod of k8s.io/kubernetes@$KUBE_VERSION"; exit 1; }
@@ -61,7 +67,10 @@ build_apiserver() {
 
 package tools
 
-import _ "k8s.io/kubernetes/cmd/kube-apiserver"
+import (
+	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kubectl"
+)
 GO
   local major="${KUBE_VERSION#v}"; major="${major%%.*}"
   local minor="${KUBE_VERSION#v*.}"; minor="${minor%%.*}"
@@ -72,14 +81,14 @@ GO
   (
     cd "$dir"
     GOFLAGS=-mod=mod go mod tidy -e >/dev/null 2>&1 || true
-    GOFLAGS=-mod=mod CGO_ENABLED=0 go build -trimpath -ldflags "-s -w $ld" -o "$BIN/kube-apiserver.tmp" k8s.io/kubernetes/cmd/kube-apiserver
+    GOFLAGS=-mod=mod CGO_ENABLED=0 go build -trimpath -ldflags "-s -w $ld" -o "$BIN/$name.tmp" "k8s.io/kubernetes/cmd/$name"
   )
-  mv "$BIN/kube-apiserver.tmp" "$BIN/kube-apiserver"
+  mv "$BIN/$name.tmp" "$BIN/$name"
 }
 
 case "${1:-all}" in
   etcd) build_etcd ;;
-  kube-apiserver) build_apiserver ;;
-  all) build_etcd; build_apiserver ;;
-  *) echo "usage: $0 [all|etcd|kube-apiserver]" >&2; exit 2 ;;
+  kube-apiserver|kubectl) build_kube "$1" ;;
+  all) build_etcd; build_kube kube-apiserver; build_kube kubectl ;;
+  *) echo "usage: $0 [all|etcd|kube-apiserver|kubectl]" >&2; exit 2 ;;
 esac
