@@ -18,7 +18,6 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	hostingv1alpha1 "github.com/unitlet/unitlet/api/v1alpha1"
-	"github.com/unitlet/unitlet/controllers"
 	"github.com/unitlet/unitlet/internal/scheme"
 )
 
@@ -80,8 +79,8 @@ func Run(ctx context.Context, opts Options, log logr.Logger) error {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return err
 	}
-	if err := (&controllers.Observer{Client: mgr.GetClient(), NodeName: opts.NodeName}).SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("observer: %w", err)
+	if err := setupHosting(mgr, opts); err != nil {
+		return err
 	}
 	log.Info("agent starting", "node", opts.NodeName, "version", Version,
 		"stateRoot", opts.StateRoot, "runRoot", opts.RunRoot, "cgroupRoot", opts.CgroupRoot,
