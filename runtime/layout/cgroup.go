@@ -12,9 +12,22 @@ const CgroupPrefix = "unitlet-"
 
 // InstanceCgroup is the instance parent cgroup ("generation parent"),
 // relative to the cgroup root the agent was given (e.g. "unitlet").
-// It holds no processes itself, only the children below.
+// It holds no processes itself, only the children below. The namespace
+// (a DNS label) and the name (a DNS subdomain) are joined by '_', which
+// neither may hold, so the name parses back unambiguously.
 func InstanceCgroup(root, namespace, name string) string {
-	return path.Join(root, CgroupPrefix+namespace+"-"+name)
+	return path.Join(root, CgroupPrefix+namespace+"_"+name)
+}
+
+// ParseInstanceCgroup is the inverse of InstanceCgroup's last element, for
+// re-discovery after an agent restart.
+func ParseInstanceCgroup(base string) (namespace, name string, ok bool) {
+	rest, found := strings.CutPrefix(base, CgroupPrefix)
+	if !found {
+		return "", "", false
+	}
+	namespace, name, ok = strings.Cut(rest, "_")
+	return namespace, name, ok && namespace != "" && name != ""
 }
 
 // GenerationCgroup is the child of the instance parent that generation n

@@ -1,0 +1,29 @@
+package layout
+
+import (
+	"path"
+	"testing"
+)
+
+func TestInstanceCgroupParsesBack(t *testing.T) {
+	cases := map[string]struct{ ns, name string }{
+		"plain":                {"default", "shop"},
+		"dashes on both sides": {"a-b", "c"},
+		"dash moved":           {"a", "b-c"},
+		"dotted name":          {"team-1", "shop.example"},
+	}
+	seen := map[string]string{}
+	for label, tc := range cases {
+		t.Run(label, func(t *testing.T) {
+			base := path.Base(InstanceCgroup("unitlet", tc.ns, tc.name))
+			if other, dup := seen[base]; dup {
+				t.Fatalf("%s/%s and %s share cgroup %s", tc.ns, tc.name, other, base)
+			}
+			seen[base] = tc.ns + "/" + tc.name
+			ns, name, ok := ParseInstanceCgroup(base)
+			if !ok || ns != tc.ns || name != tc.name {
+				t.Fatalf("ParseInstanceCgroup(%q) = %q, %q, %v", base, ns, name, ok)
+			}
+		})
+	}
+}
