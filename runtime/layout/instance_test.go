@@ -42,7 +42,7 @@ func TestInstancePaths(t *testing.T) {
 		"env":     "/var/lib/unitlet/instances/shop-ns/web.v2/instance.env",
 		"logdir":  "/run/unitlet/shop-ns/web.v2/logs",
 		"logfile": "/var/lib/unitlet/logs/shop-ns/web.v2/app.log",
-		"cgroup":  "unitlet/unitlet-shop-ns-web.v2",
+		"cgroup":  "unitlet/unitlet-shop-ns_web.v2",
 		"slice":   `unitlet-shop\x2dns-web.v2.slice`,
 	}
 	if d := cmp.Diff(want, got); d != "" {
