@@ -1,0 +1,111 @@
+// Package node is the node runtime as the reconcilers see it: one call per
+// thing a Generation or an Instance needs (prepare and start, observe,
+// probe, promote, retire and prove, limits, clean-up), composed from
+// layout, prepare, cgroups and units. It imports no Kubernetes package.
+package node
+
+import (
+	"context"
+	"time"
+
+	"github.com/unitlet/unitlet/runtime/cgroups"
+	"github.com/unitlet/unitlet/runtime/layout"
+	"github.com/unitlet/unitlet/runtime/outcome"
+	"github.com/unitlet/unitlet/runtime/units"
+)
+
+// InstanceRef names an Instance on this node.
+type InstanceRef struct {
+	Namespace, Name string
+}
+
+// Ref names one process slot of an Instance: a generation (Role run,
+// Generation ≥ 1) or a role unit (seed, sidecar; Generation 0).
+type Ref struct {
+	InstanceRef
+	Role       layout.Role
+	Generation uint64
+}
+
+// GenerationRef is the run-role slot of generation n.
+func GenerationRef(namespace, name string, n uint64) Ref {
+	return Ref{InstanceRef: InstanceRef{namespace, name}, Role: layout.RoleRun, Generation: n}
+}
+
+// StartRequest is everything needed to prepare and start one slot.
+type StartRequest struct {
+	Ref
+	Host       string
+	Command    []string // argv prefix; Args follow, $(VAR) expanded from the env
+	Args       []string
+	SpecEnv    map[string]string // the Instance's own env layer
+	RefEnv     map[string]string // Secret/ConfigMap data, above SpecEnv
+	WorkingDir string
+	User       string
+	Tier       cgroups.Tier // the slot's own limit (zero for seed/sidecar)
+	Parent     cgroups.Tier // the instance parent's floor (the tier)
+	Grace      time.Duration
+}
+
+// Step is one timed prepare step.
+type Step struct {
+	Name     string
+	Duration time.Duration
+}
+
+// StartResult is a start's outcome with what prepare found on the way.
+type StartResult struct {
+	Start    outcome.Start
+	Unit     string
+	Cgroup   string
+	Steps    []Step
+	Warnings []string // things prepare continued past (e.g. no control socket)
+}
+
+// State is one slot as observed now.
+type State struct {
+	units.Status
+	// Populated: the slot's cgroup holds processes.
+	Populated bool
+}
+
+// Readiness is a probe over a generation's own app socket.
+type Readiness struct {
+	// HTTPPath: GET this path; "" means a connect suffices.
+	HTTPPath string
+	// Timeout bounds one probe attempt.
+	Timeout time.Duration
+}
+
+// Runtime is what the reconcilers call. Every method is safe to repeat:
+// a reconcile that crashed half-way calls it again.
+type Runtime interface {
+	// Start prepares the slot (dirs, env, sockets, launch file), places it
+	// and starts its unit. The outcome says whether it may have run.
+	Start(ctx context.Context, req StartRequest) StartResult
+	// Observe reads the slot's unit, cgroup and exit record.
+	Observe(ctx context.Context, ref Ref) (State, error)
+	// Probe checks a generation's readiness once over its own socket.
+	Probe(ctx context.Context, ref Ref, r Readiness) error
+	// Promote flips the Instance's stable app.sock to generation ref
+	// atomically and returns the stable socket path.
+	Promote(ctx context.Context, ref Ref) (string, error)
+	// Retire stops the slot gracefully (SIGTERM, grace, kill) and proves
+	// it gone: Proven only when the stop was answered, the unit is
+	// inactive and its cgroup was seen empty.
+	Retire(ctx context.Context, ref Ref, grace time.Duration) outcome.Kill
+	// RaiseParent lifts the Instance's parent limit for an overlap;
+	// RestoreParent lowers it back once only one generation runs.
+	RaiseParent(ctx context.Context, inst InstanceRef, overlap cgroups.Tier) error
+	RestoreParent(ctx context.Context, inst InstanceRef) error
+	// Remove deletes the Instance's directories and parent cgroup; call
+	// only after every slot is proven gone.
+	Remove(ctx context.Context, inst InstanceRef) error
+	// List returns every slot the node holds, for re-adoption.
+	List(ctx context.Context) ([]Ref, error)
+	// Events delivers a slot whenever its unit or cgroup changed (exited,
+	// emptied), so reconcilers need no polling loop.
+	Events() <-chan Ref
+	// StableSocket is where the Instance's app answers.
+	StableSocket(inst InstanceRef) (string, error)
+}
