@@ -150,7 +150,9 @@ func (b *Systemd) Start(ctx context.Context, spec Spec) outcome.Start {
 		res.Exit = &outcome.Exit{Result: st.Exit.Result, Code: st.Exit.Code, Signal: st.Exit.Signal}
 	}
 	switch {
-	case result == "done" && !st.Gone():
+	case result == "done" && !st.Gone() && st.Exit == nil:
+		// (A main process that has exited while ExecStopPost still runs
+		// leaves the unit deactivating: that is an exit, not a run.)
 		res.Kind = outcome.Running
 		return res
 	case result == "done":
