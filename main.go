@@ -8,6 +8,8 @@ import (
 
 	"github.com/unitlet/unitlet/internal/agent"
 	"github.com/unitlet/unitlet/runtime/trampoline"
+	"github.com/unitlet/unitlet/runtime/units/exitrecord"
+	"github.com/unitlet/unitlet/runtime/units/shim"
 )
 
 func main() {
@@ -23,6 +25,8 @@ func main() {
 // subcommands are the helper roles of the one binary, each a function of
 // its arguments returning the exit code.
 var subcommands = map[string]func([]string) int{
-	"agent": agent.Main,
-	"exec":  func(args []string) int { return trampoline.Main(args, os.Stderr) },
+	"agent":       agent.Main,
+	"exec":        func(args []string) int { return trampoline.Main(args, os.Stderr) },
+	"shim":        shim.Main,
+	"exit-record": exitrecord.Main,
 }
