@@ -1,0 +1,99 @@
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metric names; config/prometheus and config/grafana query these.
+const (
+	NameInstanceCondition = "unitlet_instance_condition"
+	NameGenerations       = "unitlet_generations"
+	NameStarts            = "unitlet_starts_total"
+	NameStartDuration     = "unitlet_start_duration_seconds"
+	NameKills             = "unitlet_kills_total"
+	NameKillToEmpty       = "unitlet_kill_to_empty_seconds"
+	NamePrepareStep       = "unitlet_prepare_step_seconds"
+	NameSwapDuration      = "unitlet_swap_duration_seconds"
+	NameAgentMode         = "unitlet_agent_mode"
+	NameAgentInfo         = "unitlet_agent_info"
+)
+
+// collectors are the metric vectors of one registry. The package's
+// functions use one set registered on controller-runtime's registry;
+// tests build their own on a private registry.
+type collectors struct {
+	instanceCondition *prometheus.GaugeVec
+	generations       *prometheus.GaugeVec
+	starts            *prometheus.CounterVec
+	startDuration     prometheus.Histogram
+	kills             *prometheus.CounterVec
+	killToEmpty       prometheus.Histogram
+	prepareStep       *prometheus.HistogramVec
+	swapDuration      *prometheus.HistogramVec
+	agentMode         *prometheus.GaugeVec
+	agentInfo         *prometheus.GaugeVec
+}
+
+// Buckets: starts, prepare steps and kills take milliseconds to tens of
+// seconds (a stop timeout); a swap includes the successor's readiness and
+// the old generation's drain, so it runs to minutes.
+var (
+	shortBuckets = prometheus.ExponentialBuckets(0.005, 2, 14) // 5ms .. ~41s
+	swapBuckets  = prometheus.ExponentialBuckets(0.05, 2, 14)  // 50ms .. ~410s
+)
+
+func newCollectors() *collectors {
+	return &collectors{
+		instanceCondition: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: NameInstanceCondition,
+			Help: "An Instance's condition: 1 for the status it has now, 0 for the others.",
+		}, []string{"namespace", "instance", "type", "status"}),
+		generations: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: NameGenerations,
+			Help: "Generations on this node by phase.",
+		}, []string{"phase"}),
+		starts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: NameStarts,
+			Help: "Start attempts by what is known of them afterwards.",
+		}, []string{"outcome"}),
+		startDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    NameStartDuration,
+			Help:    "Time from asking for a start to knowing its outcome.",
+			Buckets: shortBuckets,
+		}),
+		kills: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: NameKills,
+			Help: "Kills by proof (Proven: emptiness seen; Unproven) and reason.",
+		}, []string{"proof", "reason"}),
+		killToEmpty: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    NameKillToEmpty,
+			Help:    "Time from a kill to its cgroup seen empty (proven kills only).",
+			Buckets: shortBuckets,
+		}),
+		prepareStep: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    NamePrepareStep,
+			Help:    "Duration of each step that prepares a Generation.",
+			Buckets: shortBuckets,
+		}, []string{"step"}),
+		swapDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    NameSwapDuration,
+			Help:    "Duration of a swap from one Generation to the next, by strategy and result.",
+			Buckets: swapBuckets,
+		}, []string{"strategy", "result"}),
+		agentMode: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: NameAgentMode,
+			Help: "The agent's mode: 1 for the current one (joining or hosting), 0 for the others.",
+		}, []string{"mode"}),
+		agentInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: NameAgentInfo,
+			Help: "Always 1; labels name the agent's node, version and unit backend.",
+		}, []string{"node", "version", "backend"}),
+	}
+}
+
+func (c *collectors) all() []prometheus.Collector {
+	return []prometheus.Collector{
+		c.instanceCondition, c.generations, c.starts, c.startDuration, c.kills,
+		c.killToEmpty, c.prepareStep, c.swapDuration, c.agentMode, c.agentInfo,
+	}
+}

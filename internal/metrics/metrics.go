@@ -1,0 +1,57 @@
+package metrics
+
+import (
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+// std is registered on controller-runtime's registry at init: the
+// manager's metrics endpoint serves it.
+var std = mustRecorder()
+
+func mustRecorder() *recorder {
+	r, err := newRecorder(crmetrics.Registry)
+	if err != nil {
+		panic("unitlet metrics: " + err.Error())
+	}
+	return r
+}
+
+// SetInstanceConditions makes unitlet_instance_condition hold conds: per
+// condition type, 1 on the current status and 0 on the other two. Types
+// the Instance no longer has lose their series.
+func SetInstanceConditions(namespace, name string, conds []metav1.Condition) {
+	std.setInstanceConditions(namespace, name, conds)
+}
+
+// DeleteInstance removes every series of the Instance; call it once the
+// Instance is gone from the node.
+func DeleteInstance(namespace, name string) { std.deleteInstance(namespace, name) }
+
+// SetGenerationPhases sets unitlet_generations to counts by phase; a phase
+// missing from counts is 0.
+func SetGenerationPhases(counts map[string]int) { std.setGenerationPhases(counts) }
+
+// ObserveStart counts a start by its outcome (an outcome.StartKind's
+// String) and records how long it took to know it.
+func ObserveStart(kind string, d time.Duration) { std.observeStart(kind, d) }
+
+// ObserveKill counts a kill by proof and reason (an outcome.KillReason;
+// empty for a proven kill). d is the time to the cgroup seen empty and is
+// recorded only for proven kills.
+func ObserveKill(proven bool, reason string, d time.Duration) { std.observeKill(proven, reason, d) }
+
+// ObservePrepareStep records how long one prepare step took.
+func ObservePrepareStep(step string, d time.Duration) { std.observePrepareStep(step, d) }
+
+// ObserveSwap records a swap's duration by strategy (Overlap, Replace) and
+// result.
+func ObserveSwap(strategy, result string, d time.Duration) { std.observeSwap(strategy, result, d) }
+
+// SetMode makes mode (ModeJoining or ModeHosting) the one at 1.
+func SetMode(mode string) { std.setMode(mode) }
+
+// SetAgentInfo sets the unitlet_agent_info series (value 1).
+func SetAgentInfo(node, version, backend string) { std.setAgentInfo(node, version, backend) }
