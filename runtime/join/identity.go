@@ -1,0 +1,53 @@
+package join
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// Files the identity is read from.
+const (
+	MachineIDFile = "/etc/machine-id"
+	BootIDFile    = "/proc/sys/kernel/random/boot_id"
+)
+
+// Identity is who the node is, as its Enrollment reports it.
+type Identity struct {
+	MachineID string
+	BootID    string
+	// Platform is GOOS-GOARCH of the running agent.
+	Platform string
+	// Kernel is uname's release.
+	Kernel string
+}
+
+// ReadIdentity reads the node's identity. A part it cannot read is left
+// empty and named in the error; the rest is still returned.
+func ReadIdentity() (Identity, error) {
+	id := Identity{Platform: runtime.GOOS + "-" + runtime.GOARCH}
+	var errs []string
+	read := func(path string) string {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			errs = append(errs, err.Error())
+			return ""
+		}
+		return strings.TrimSpace(string(b))
+	}
+	id.MachineID = read(MachineIDFile)
+	id.BootID = read(BootIDFile)
+	var u unix.Utsname
+	if err := unix.Uname(&u); err != nil {
+		errs = append(errs, "uname: "+err.Error())
+	} else {
+		id.Kernel = unix.ByteSliceToString(u.Release[:])
+	}
+	if len(errs) > 0 {
+		return id, fmt.Errorf("node identity: %s", strings.Join(errs, "; "))
+	}
+	return id, nil
+}
