@@ -1,0 +1,209 @@
+package node
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/testr"
+
+	"github.com/unitlet/unitlet/runtime/cgroups"
+	"github.com/unitlet/unitlet/runtime/layout"
+	"github.com/unitlet/unitlet/runtime/prepare"
+	"github.com/unitlet/unitlet/runtime/trampoline"
+	"github.com/unitlet/unitlet/runtime/units"
+	"github.com/unitlet/unitlet/runtime/units/shim"
+)
+
+// TestMain lets the test binary be the unitlet binary (the real "shim"
+// and "exec" Mains, as main.go wires them) and the app it runs: "app"
+// serves HTTP on its app socket and answers with its generation.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case "shim":
+			os.Exit(shim.Main(os.Args[2:]))
+		case "exec":
+			os.Exit(trampoline.Main(os.Args[2:], os.Stderr))
+		case "app":
+			os.Exit(appMain())
+		}
+	}
+	if os.Geteuid() == 0 {
+		sweepOld()
+	}
+	os.Exit(m.Run())
+}
+
+// appMain serves "g<n>" on every path until SIGTERM.
+func appMain() int {
+	sock := os.Getenv(prepare.EnvAppSocket)
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "app:", err)
+		return 3
+	}
+	// The generation comes from argv, so an answer proves $(VAR) expansion.
+	gen := strings.TrimPrefix(os.Args[len(os.Args)-1], "--gen=")
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "g%s", gen)
+	})}
+	go func() {
+		ch := make(chan os.Signal, 1)
+		signal.Notify(ch, syscall.SIGTERM)
+		<-ch
+		_ = srv.Close()
+	}()
+	fmt.Println("app serving", sock)
+	_ = srv.Serve(l)
+	return 0
+}
+
+// testPrefix names every cgroup root and run root these tests create.
+const testPrefix = "unitlet-test-node-"
+
+// runParent holds the run roots: a tmpfs, as /run is, with short paths.
+const runParent = "/dev/shm"
+
+// env is one test's node: its own roots, cgroup root and Direct backend,
+// everything removed (processes killed) at the end.
+type env struct {
+	lay    layout.Layout
+	direct *units.Direct
+	node   *Node
+	exe    string
+}
+
+func newEnv(t testing.TB) *env {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the node starts real processes in real cgroups")
+	}
+	var rnd [4]byte
+	_, _ = rand.Read(rnd[:])
+	name := testPrefix + hex.EncodeToString(rnd[:])
+	run := filepath.Join(runParent, name)
+	if err := os.Mkdir(run, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{lay: layout.Layout{StateRoot: t.TempDir(), RunRoot: run, CgroupRoot: name}, exe: exe}
+	log := testr.NewWithInterface(t, testr.Options{})
+	e.direct, err = units.NewDirect(units.DirectConfig{Layout: e.lay, Exe: exe, ProofBudget: 10 * time.Second, Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.node, err = New(Config{Layout: e.lay, Backend: e.direct, SocketGID: -1, AppUID: -1, Exe: exe, Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		proofs, err := cgroups.SweepStale(ctx, cgroups.Config{Root: "."}, name, nil)
+		if err != nil {
+			t.Errorf("cleanup of %s: %v", name, err)
+		}
+		for _, p := range proofs {
+			if !p.Proven {
+				t.Errorf("cleanup of %s: %v", name, p.Error())
+			}
+		}
+		_ = e.node.Close()
+		_ = os.RemoveAll(run)
+	})
+	return e
+}
+
+// sweepOld removes what runs of these tests that died left behind (older
+// than any run could be), leaving concurrent runs alone.
+func sweepOld() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	keep := func(name string) bool {
+		fi, err := os.Stat(filepath.Join(cgroups.DefaultMountRoot, "memory", name))
+		return err == nil && time.Since(fi.ModTime()) < 15*time.Minute
+	}
+	if proofs, err := cgroups.SweepStale(ctx, cgroups.Config{Root: "."}, testPrefix, keep); err != nil || len(proofs) > 0 {
+		fmt.Fprintf(os.Stderr, "swept %d stale test cgroups (err %v)\n", len(proofs), err)
+	}
+	runs, _ := filepath.Glob(filepath.Join(runParent, testPrefix+"*"))
+	for _, r := range runs {
+		if fi, err := os.Stat(r); err == nil && time.Since(fi.ModTime()) > 15*time.Minute {
+			_ = os.RemoveAll(r)
+		}
+	}
+}
+
+// appRequest is generation n of the test app in instance ns/name.
+func (e *env) appRequest(name string, n uint64) StartRequest {
+	return StartRequest{
+		Ref: GenerationRef("default", name, n), Host: name + ".example",
+		Command: []string{e.exe}, Args: []string{"app", "--gen=$(UNITLET_GENERATION)"},
+		SpecEnv: map[string]string{"GREETING": "hi"},
+		Tier:    cgroups.Tier{MemoryBytes: 256 << 20, Pids: 64},
+		Parent:  cgroups.Tier{MemoryBytes: 256 << 20, Pids: 64},
+		Grace:   2 * time.Second,
+	}
+}
+
+// waitReady probes ref until it answers or ctx ends.
+func waitReady(ctx context.Context, t testing.TB, n *Node, ref Ref) {
+	t.Helper()
+	for {
+		err := n.Probe(ctx, ref, Readiness{HTTPPath: "/ready", Timeout: time.Second})
+		if err == nil {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%v never ready: %v", ref, err)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// get issues one GET over sock on a fresh connection.
+func get(ctx context.Context, sock string) (string, error) {
+	tr := &http.Transport{DisableKeepAlives: true, DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", sock)
+	}}
+	defer tr.CloseIdleConnections()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://localhost/", nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := (&http.Client{Transport: tr}).Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b := make([]byte, 64)
+	k, _ := resp.Body.Read(b)
+	return string(b[:k]), nil
+}
+
+// retire retires ref at the end of a test, whatever happened.
+func (e *env) retireAtEnd(t testing.TB, ref Ref) {
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if k := e.node.Retire(ctx, ref, time.Second); !k.Proven {
+			t.Errorf("cleanup: %v not proven gone: %v", ref, k.Err())
+		}
+	})
+}

@@ -1,0 +1,95 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// PopulatedError names the slots that keep Remove from running.
+type PopulatedError struct {
+	Units []string
+}
+
+func (e *PopulatedError) Error() string {
+	return fmt.Sprintf("node: instance still has populated slots: %s", strings.Join(e.Units, ", "))
+}
+
+// Is makes errors.Is(err, ErrPopulated) true.
+func (e *PopulatedError) Is(target error) bool { return target == ErrPopulated }
+
+// Remove deletes the Instance's parent cgroup and directories. It refuses
+// with a *PopulatedError while any of its slots still runs: nothing here
+// kills, that is Retire's job with its proof.
+func (n *Node) Remove(ctx context.Context, inst InstanceRef) error {
+	li, err := n.layoutOf(inst)
+	if err != nil {
+		return err
+	}
+	in := n.instanceOf(inst)
+	in.starting.Lock()
+	defer in.starting.Unlock()
+
+	sts, err := n.cfg.Backend.List(ctx)
+	if err != nil {
+		return fmt.Errorf("node: remove %s/%s: %w", inst.Namespace, inst.Name, err)
+	}
+	var busy []string
+	for _, st := range sts {
+		mine := strings.HasPrefix(st.Cgroup, li.Cgroup()+"/")
+		if st.Proc != nil {
+			pi := st.Proc.Instance()
+			mine = pi.Namespace() == inst.Namespace && pi.Name() == inst.Name
+		}
+		if !mine {
+			continue
+		}
+		pop := !st.Gone()
+		if st.Proc != nil {
+			if p, err := n.populated(*st.Proc, st); err == nil {
+				pop = pop || p
+			}
+		}
+		if pop {
+			busy = append(busy, st.Unit)
+		}
+	}
+	if len(busy) > 0 {
+		return &PopulatedError{Units: busy}
+	}
+
+	m, err := n.manager(li)
+	if err != nil {
+		return err
+	}
+	if m != nil {
+		if err := m.Remove(); err != nil {
+			return fmt.Errorf("node: remove cgroup %s: %w", li.Cgroup(), err)
+		}
+	}
+	// Let go of everything held for the instance before its sockets go.
+	n.mu.Lock()
+	delete(n.instances, inst)
+	n.mu.Unlock()
+	var errs []error
+	for _, s := range in.slots {
+		if s.watch != nil {
+			s.watch()
+		}
+		errs = append(errs, s.res.Close())
+	}
+	if in.log != nil {
+		errs = append(errs, in.log.Close())
+	}
+	// RemoveAll unlinks symlinks rather than following them, so a tenant's
+	// link in the data dir cannot point it elsewhere.
+	for _, dir := range []string{li.DataDir(), li.RunDir(), filepath.Dir(li.LogFile())} {
+		if err := os.RemoveAll(dir); err != nil {
+			errs = append(errs, fmt.Errorf("node: remove %s: %w", dir, err))
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,225 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/go-logr/logr"
+
+	"github.com/unitlet/unitlet/runtime/cgroups"
+	"github.com/unitlet/unitlet/runtime/control"
+	"github.com/unitlet/unitlet/runtime/layout"
+	"github.com/unitlet/unitlet/runtime/logs"
+	"github.com/unitlet/unitlet/runtime/prepare"
+	"github.com/unitlet/unitlet/runtime/units"
+)
+
+// Config is what a Node is composed from.
+type Config struct {
+	Layout  layout.Layout
+	Backend units.Backend
+	// CgroupMount is the cgroup mount root ("" is the host's default); it
+	// must be the one the backend was given.
+	CgroupMount string
+	// SocketGID and AppUID are handed to prepare (-1: leave as root).
+	SocketGID, AppUID int
+	// Exe is the unitlet binary the backend runs (kept for the record).
+	Exe string
+	Log logr.Logger
+	// LogMaxBytes and LogKeep rotate each instance's log file.
+	LogMaxBytes int64
+	LogKeep     int
+}
+
+// Defaults for the log rotation when Config leaves them zero.
+const (
+	DefaultLogMaxBytes = 10 << 20
+	DefaultLogKeep     = 3
+)
+
+// eventBuffer bounds the Events channel; a full channel drops, since a
+// reconciler re-reads state anyway.
+const eventBuffer = 256
+
+// Errors a caller branches on.
+var (
+	// ErrPopulated refuses Remove while a slot of the instance still
+	// holds processes.
+	ErrPopulated = errors.New("node: instance still has populated slots")
+	// ErrNoAppSocket refuses a Promote to a generation whose app has not
+	// bound its socket.
+	ErrNoAppSocket = errors.New("node: generation has no app socket")
+	// ErrNotAGeneration refuses Probe and Promote of a role slot.
+	ErrNotAGeneration = errors.New("node: not a generation slot")
+	// ErrNoParentLimit: the backend has no way to set the instance
+	// parent's limit, or RestoreParent does not know the floor.
+	ErrNoParentLimit = errors.New("node: parent limit not settable")
+)
+
+// parentLimiter is the systemd backend's way to set the slice's limit.
+type parentLimiter interface {
+	SetParentLimit(ctx context.Context, inst layout.Instance, t cgroups.Tier) error
+}
+
+// managerSource is the direct backend's shared cgroup managers.
+type managerSource interface {
+	Manager(inst layout.Instance) (cgroups.Manager, error)
+}
+
+// Node is the Runtime of one node.
+type Node struct {
+	cfg    Config
+	events chan Ref
+	// life bounds the event watchers; Close ends it.
+	life   context.Context
+	cancel context.CancelFunc
+
+	mu        sync.Mutex
+	instances map[InstanceRef]*instance
+}
+
+// instance is what the Node holds for one Instance between calls.
+type instance struct {
+	// starting serialises Start for the instance, so two reconciles
+	// never prepare the same slot at once.
+	starting sync.Mutex
+	log      *logs.RotatingFile
+	fence    control.ServingFence
+	// floor is the parent limit the last Start asked for; RestoreParent
+	// lowers back to it on backends that keep no floor themselves.
+	floor      cgroups.Tier
+	floorKnown bool
+	slots      map[Ref]*slot
+}
+
+// slot is one started slot: its listeners stay open while it runs.
+type slot struct {
+	res   *prepare.Result
+	watch context.CancelFunc
+}
+
+var _ Runtime = (*Node)(nil)
+
+// New returns a Node over cfg's backend.
+func New(cfg Config) (*Node, error) {
+	if cfg.Backend == nil {
+		return nil, errors.New("node: no backend")
+	}
+	if _, err := cfg.Layout.Instance("probe", "probe"); err != nil {
+		return nil, fmt.Errorf("node: layout: %w", err)
+	}
+	if cfg.LogMaxBytes <= 0 {
+		cfg.LogMaxBytes = DefaultLogMaxBytes
+	}
+	if cfg.LogKeep <= 0 {
+		cfg.LogKeep = DefaultLogKeep
+	}
+	life, cancel := context.WithCancel(context.Background())
+	return &Node{cfg: cfg, events: make(chan Ref, eventBuffer), life: life, cancel: cancel,
+		instances: map[InstanceRef]*instance{}}, nil
+}
+
+// Close stops the event watchers and closes every listener and log file
+// the Node holds. The units keep running: a new Node re-adopts them.
+func (n *Node) Close() error {
+	n.cancel()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var errs []error
+	for ref, in := range n.instances {
+		for _, s := range in.slots {
+			errs = append(errs, s.res.Close())
+		}
+		if in.log != nil {
+			errs = append(errs, in.log.Close())
+		}
+		delete(n.instances, ref)
+	}
+	return errors.Join(errs...)
+}
+
+// Events delivers a slot each time its cgroup is seen empty.
+func (n *Node) Events() <-chan Ref { return n.events }
+
+// StableSocket is the Instance's stable app.sock.
+func (n *Node) StableSocket(inst InstanceRef) (string, error) {
+	li, err := n.layoutOf(inst)
+	if err != nil {
+		return "", err
+	}
+	return li.StableSocket(), nil
+}
+
+// List returns every slot the backend knows that maps back to a Ref.
+func (n *Node) List(ctx context.Context) ([]Ref, error) {
+	sts, err := n.cfg.Backend.List(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("node: list: %w", err)
+	}
+	var out []Ref
+	for _, st := range sts {
+		if st.Proc == nil {
+			n.cfg.Log.Info("unit maps to no slot", "unit", st.Unit, "cgroup", st.Cgroup)
+			continue
+		}
+		out = append(out, refOf(*st.Proc))
+	}
+	return out, nil
+}
+
+func refOf(p layout.Proc) Ref {
+	inst := p.Instance()
+	return Ref{InstanceRef: InstanceRef{inst.Namespace(), inst.Name()}, Role: p.Role(), Generation: p.Generation()}
+}
+
+func (n *Node) layoutOf(inst InstanceRef) (layout.Instance, error) {
+	li, err := n.cfg.Layout.Instance(inst.Namespace, inst.Name)
+	if err != nil {
+		return layout.Instance{}, fmt.Errorf("node: %w", err)
+	}
+	return li, nil
+}
+
+func (n *Node) procOf(ref Ref) (layout.Proc, error) {
+	li, err := n.layoutOf(ref.InstanceRef)
+	if err != nil {
+		return layout.Proc{}, err
+	}
+	p, err := li.Proc(ref.Role, ref.Generation)
+	if err != nil {
+		return layout.Proc{}, fmt.Errorf("node: %s/%s %s %d: %w", ref.Namespace, ref.Name, ref.Role, ref.Generation, err)
+	}
+	return p, nil
+}
+
+// instanceOf returns the instance's state, created on first use.
+func (n *Node) instanceOf(inst InstanceRef) *instance {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	in, ok := n.instances[inst]
+	if !ok {
+		in = &instance{slots: map[Ref]*slot{}}
+		n.instances[inst] = in
+	}
+	return in
+}
+
+// manager is the instance's cgroup manager when the backend shares one
+// (the direct backend); nil otherwise.
+func (n *Node) manager(li layout.Instance) (cgroups.Manager, error) {
+	ms, ok := n.cfg.Backend.(managerSource)
+	if !ok {
+		return nil, nil
+	}
+	return ms.Manager(li)
+}
+
+// childOf is the cgroup child a slot runs in below the instance parent.
+func childOf(p layout.Proc) (string, error) {
+	if p.Generation() != 0 {
+		return layout.GenerationCgroup(p.Generation())
+	}
+	return layout.RoleCgroup(p.Role())
+}

@@ -1,0 +1,183 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"path"
+
+	"github.com/unitlet/unitlet/runtime/layout"
+	"github.com/unitlet/unitlet/runtime/logs"
+	"github.com/unitlet/unitlet/runtime/outcome"
+	"github.com/unitlet/unitlet/runtime/prepare"
+	"github.com/unitlet/unitlet/runtime/units"
+)
+
+// Start prepares the slot, writes its launch file and starts its unit.
+// A slot that was already started is not started again: its observed
+// state is returned instead, so a repeated reconcile cannot run it twice.
+func (n *Node) Start(ctx context.Context, req StartRequest) StartResult {
+	res := StartResult{}
+	notStarted := func(err error) StartResult {
+		res.Start.Kind, res.Start.Cause = outcome.NotStarted, err
+		n.cfg.Log.Info("not started", "namespace", req.Namespace, "name", req.Name,
+			"role", req.Role, "generation", req.Generation, "err", err)
+		return res
+	}
+	p, err := n.procOf(req.Ref)
+	if err != nil {
+		return notStarted(err)
+	}
+	res.Unit, res.Start.Unit = p.UnitName(), p.UnitName()
+	in := n.instanceOf(req.InstanceRef)
+	in.starting.Lock()
+	defer in.starting.Unlock()
+
+	st, err := n.cfg.Backend.Observe(ctx, p)
+	if err != nil {
+		// Without a look at the slot, a start could run it twice.
+		return notStarted(fmt.Errorf("node: observe %s before start: %w", res.Unit, err))
+	}
+	n.mu.Lock()
+	_, held := in.slots[req.Ref]
+	n.mu.Unlock()
+	if held || !st.Gone() || (p.Role() == layout.RoleRun && st.Loaded) {
+		// A generation is never started twice; a role is started again
+		// only once its last run is gone and the Node let go of it.
+		res.Start = st.StartOutcome()
+		res.Cgroup = st.Cgroup
+		return res
+	}
+
+	logFile, err := n.logFile(p.Instance(), in)
+	if err != nil {
+		return notStarted(err)
+	}
+	pr, err := prepare.Prepare(prepare.Request{
+		Instance: p.Instance(), Host: req.Host, Role: p.Role(), Generation: p.Generation(),
+		SocketGID: n.cfg.SocketGID, AppUID: n.cfg.AppUID,
+		SpecEnv: req.SpecEnv, RefEnv: req.RefEnv,
+		Fence: in.fence.For(p.Generation()), State: n.stateFunc(in, p.Generation()),
+		LogFile: logFile, Logger: n.cfg.Log,
+	})
+	if err != nil {
+		return notStarted(fmt.Errorf("node: prepare %s: %w", res.Unit, err))
+	}
+	for _, s := range pr.Timings.Steps {
+		res.Steps = append(res.Steps, Step{Name: s.Name, Duration: s.Took})
+	}
+	for _, w := range pr.Warnings {
+		res.Warnings = append(res.Warnings, w.Error())
+	}
+	argv := append(append([]string{}, req.Command...), req.Args...)
+	if err := pr.WriteLaunch(req.Host, argv, req.WorkingDir, req.User); err != nil {
+		pr.Close()
+		return notStarted(fmt.Errorf("node: launch file of %s: %w", res.Unit, err))
+	}
+	m, err := n.manager(p.Instance())
+	if err != nil {
+		pr.Close()
+		return notStarted(err)
+	}
+	if m != nil {
+		if err := m.EnsureParent(req.Parent); err != nil {
+			pr.Close()
+			return notStarted(fmt.Errorf("node: parent cgroup of %s: %w", res.Unit, err))
+		}
+		if child, err := childOf(p); err == nil {
+			res.Cgroup = path.Join(m.Parent(), child)
+		}
+	}
+	n.mu.Lock()
+	in.floor, in.floorKnown = req.Parent, true
+	n.mu.Unlock()
+
+	// The user goes in the launch file: the trampoline drops to it after
+	// it has opened the log socket as root.
+	res.Start = n.cfg.Backend.Start(ctx, units.Spec{Proc: p, Tier: req.Tier, Parent: req.Parent, Grace: req.Grace})
+	if res.Start.Kind == outcome.NotStarted {
+		if err := pr.Close(); err != nil {
+			n.cfg.Log.Info("close after NotStarted", "unit", res.Unit, "err", err)
+		}
+		return res
+	}
+	if res.Cgroup == "" {
+		if st, err := n.cfg.Backend.Observe(ctx, p); err == nil {
+			res.Cgroup = st.Cgroup
+		}
+	}
+	s := &slot{res: pr}
+	n.mu.Lock()
+	in.slots[req.Ref] = s
+	n.mu.Unlock()
+	n.watch(req.Ref, p, s)
+	n.cfg.Log.Info("started", "unit", res.Unit, "outcome", res.Start.Kind.String(), "pid", res.Start.MainPID)
+	return res
+}
+
+// logFile is the instance's rotating log, opened on first use.
+func (n *Node) logFile(li layout.Instance, in *instance) (*logs.RotatingFile, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if in.log != nil {
+		return in.log, nil
+	}
+	f, err := logs.OpenRotating(li.LogFile(), n.cfg.LogMaxBytes, n.cfg.LogKeep)
+	if err != nil {
+		return nil, fmt.Errorf("node: log file: %w", err)
+	}
+	in.log = f
+	return f, nil
+}
+
+// Generation states the control socket reports.
+const (
+	StateServing    = "serving"
+	StateNotServing = "notServing"
+)
+
+func (n *Node) stateFunc(in *instance, gen uint64) func() string {
+	return func() string {
+		if gen != 0 && in.fence.Serving() == gen {
+			return StateServing
+		}
+		return StateNotServing
+	}
+}
+
+// Observe reads the slot's unit and whether its cgroup holds processes.
+func (n *Node) Observe(ctx context.Context, ref Ref) (State, error) {
+	p, err := n.procOf(ref)
+	if err != nil {
+		return State{}, err
+	}
+	st, err := n.cfg.Backend.Observe(ctx, p)
+	if err != nil {
+		return State{}, fmt.Errorf("node: observe: %w", err)
+	}
+	pop, err := n.populated(p, st)
+	if err != nil {
+		return State{}, err
+	}
+	return State{Status: st, Populated: pop}, nil
+}
+
+// populated reads the slot's cgroup where the Node shares the backend's
+// manager; otherwise it goes by the manager's word (not gone).
+func (n *Node) populated(p layout.Proc, st units.Status) (bool, error) {
+	m, err := n.manager(p.Instance())
+	if err != nil {
+		return false, err
+	}
+	if m == nil {
+		return !st.Gone(), nil
+	}
+	child, err := childOf(p)
+	if err != nil {
+		return false, err
+	}
+	pids, err := m.Pids(child)
+	if err != nil {
+		return false, fmt.Errorf("node: pids of %s: %w", p.UnitName(), err)
+	}
+	return len(pids) > 0, nil
+}
