@@ -1,0 +1,86 @@
+package grafana
+
+import (
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// The committed JSON is what the code builds: `make verify` and this test
+// fail alike when someone edits one without the other.
+func TestCommittedDashboardIsCurrent(t *testing.T) {
+	want, err := JSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(File)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(string(want), string(got)); diff != "" {
+		t.Errorf("%s is stale; run `go generate ./config/grafana` (-generated,+committed):\n%s", File, diff)
+	}
+}
+
+type panel struct {
+	ID      int    `json:"id"`
+	Type    string `json:"type"`
+	Title   string `json:"title"`
+	Targets []struct {
+		Expr string `json:"expr"`
+	} `json:"targets"`
+}
+
+func TestDashboardShowsWhatOperatorsAsk(t *testing.T) {
+	out, err := JSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		UID    string  `json:"uid"`
+		Panels []panel `json:"panels"`
+	}
+	if err := json.Unmarshal(out, &d); err != nil {
+		t.Fatal(err)
+	}
+	ids := map[int]string{}
+	exprs := map[string]string{} // panel title -> its queries, joined
+	for _, p := range d.Panels {
+		if prev, dup := ids[p.ID]; dup || p.ID == 0 {
+			t.Errorf("panel %q has id %d (also %q)", p.Title, p.ID, prev)
+		}
+		ids[p.ID] = p.Title
+		if p.Type == "row" {
+			continue
+		}
+		if len(p.Targets) == 0 {
+			t.Errorf("panel %q has no query", p.Title)
+		}
+		for _, tg := range p.Targets {
+			exprs[p.Title] += tg.Expr + "\n"
+		}
+	}
+	// Each topic the issue names has a panel querying its metric.
+	tests := map[string]struct{ title, metric string }{
+		"nodes":                  {"Agents by mode", "unitlet_agent_mode"},
+		"instances by condition": {"Instances by condition", "unitlet_instance_condition"},
+		"starts by outcome":      {"Starts by outcome", "unitlet_starts_total"},
+		"unproven kills":         {"Unproven kills by reason", `unitlet_kills_total{proof="Unproven"`},
+		"swap latency":           {"Swap duration (p95)", "unitlet_swap_duration_seconds_bucket"},
+		"start latency":          {"Start latency", "unitlet_start_duration_seconds_bucket"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			e, ok := exprs[tc.title]
+			if !ok {
+				t.Fatalf("no panel %q", tc.title)
+			}
+			if !strings.Contains(e, tc.metric) {
+				t.Errorf("panel %q does not query %s:\n%s", tc.title, tc.metric, e)
+			}
+		})
+	}
+}
