@@ -1,0 +1,150 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/unitlet/unitlet/runtime/cgroups"
+	"github.com/unitlet/unitlet/runtime/node"
+	"github.com/unitlet/unitlet/runtime/outcome"
+)
+
+// fakeRuntime injects what a real node cannot be made to show on demand:
+// a start whose answer was lost, a kill that never empties. Everything
+// else behaves like a healthy node. Calls are recorded in order.
+type fakeRuntime struct {
+	mu       sync.Mutex
+	calls    []string
+	start    map[node.Ref]outcome.StartKind // default Running
+	probe    map[node.Ref]error             // default ready
+	unproven map[node.Ref]outcome.KillReason
+	running  map[node.Ref]bool
+	events   chan node.Ref
+}
+
+func newFakeRuntime() *fakeRuntime {
+	return &fakeRuntime{
+		start: map[node.Ref]outcome.StartKind{}, probe: map[node.Ref]error{},
+		unproven: map[node.Ref]outcome.KillReason{}, running: map[node.Ref]bool{},
+		events: make(chan node.Ref, 64),
+	}
+}
+
+func (f *fakeRuntime) record(format string, args ...any) {
+	f.calls = append(f.calls, fmt.Sprintf(format, args...))
+}
+
+// Calls returns the recorded calls about one instance, in order.
+func (f *fakeRuntime) Calls(name string) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for _, c := range f.calls {
+		if fields := strings.Fields(c); len(fields) > 1 && strings.HasPrefix(fields[1], name+"/") {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func (f *fakeRuntime) set(fn func(f *fakeRuntime)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fn(f)
+}
+
+func (f *fakeRuntime) Start(_ context.Context, req node.StartRequest) node.StartResult {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.record("start %s/g%d", req.Name, req.Generation)
+	kind, ok := f.start[req.Ref]
+	if !ok {
+		kind = outcome.Running
+	}
+	s := outcome.Start{Kind: kind, Unit: req.Name, MainPID: 4242}
+	switch kind {
+	case outcome.Running:
+		f.running[req.Ref] = true
+	case outcome.NotStarted:
+		s.Cause = outcome.Refused(errors.New("injected: gate refused"))
+	case outcome.ExitedBeforeObserved:
+		s.Cause, s.Exit = outcome.ErrExitedBeforeObserved, &outcome.Exit{Result: "exit-code", Code: 3}
+	case outcome.MayHaveRun:
+		s.Cause = outcome.Uncertain(errors.New("injected: connection lost after the call was sent"))
+	case outcome.QueuedJobMayRun:
+		s.Cause = outcome.Queued(errors.New("injected: job queued, no answer"))
+	}
+	return node.StartResult{Start: s, Unit: req.Name, Steps: []node.Step{{Name: "dirs", Duration: time.Microsecond}}}
+}
+
+func (f *fakeRuntime) Observe(_ context.Context, ref node.Ref) (node.State, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	st := node.State{Populated: f.running[ref]}
+	if f.running[ref] {
+		st.ActiveState = "active"
+		st.MainPID = 4242
+	} else {
+		st.ActiveState = "inactive"
+	}
+	return st, nil
+}
+
+func (f *fakeRuntime) Probe(_ context.Context, ref node.Ref, _ node.Readiness) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.probe[ref]
+}
+
+func (f *fakeRuntime) Promote(_ context.Context, ref node.Ref) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.record("promote %s/g%d", ref.Name, ref.Generation)
+	return "/run/unitlet/" + ref.Namespace + "/" + ref.Name + "/app.sock", nil
+}
+
+func (f *fakeRuntime) Retire(_ context.Context, ref node.Ref, _ time.Duration) outcome.Kill {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.record("retire %s/g%d", ref.Name, ref.Generation)
+	if reason, ok := f.unproven[ref]; ok {
+		return outcome.Unproven(reason, errors.New("injected: cgroup still populated"))
+	}
+	f.running[ref] = false
+	return outcome.ProvenKill()
+}
+
+func (f *fakeRuntime) RaiseParent(_ context.Context, inst node.InstanceRef, t cgroups.Tier) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.record("raise %s/parent memory=%d", inst.Name, t.MemoryBytes)
+	return nil
+}
+
+func (f *fakeRuntime) RestoreParent(_ context.Context, inst node.InstanceRef) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.record("restore %s/parent", inst.Name)
+	return nil
+}
+
+func (f *fakeRuntime) Remove(_ context.Context, inst node.InstanceRef) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.record("remove %s/all", inst.Name)
+	return nil
+}
+
+func (f *fakeRuntime) List(context.Context) ([]node.Ref, error) { return nil, nil }
+
+func (f *fakeRuntime) Events() <-chan node.Ref { return f.events }
+
+func (f *fakeRuntime) StableSocket(inst node.InstanceRef) (string, error) {
+	return "/run/unitlet/" + inst.Namespace + "/" + inst.Name + "/app.sock", nil
+}
+
+var _ node.Runtime = &fakeRuntime{}

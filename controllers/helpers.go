@@ -1,0 +1,90 @@
+package controllers
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"golang.org/x/sys/unix"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1 "github.com/unitlet/unitlet/api/v1alpha1"
+	"github.com/unitlet/unitlet/runtime/node"
+	"github.com/unitlet/unitlet/runtime/outcome"
+	"github.com/unitlet/unitlet/runtime/units"
+)
+
+// controllerOptions: a failed proof or start is retried with backoff from
+// 1 s doubling to 30 s, several objects at once so one long grace period
+// does not hold up the node.
+func controllerOptions() controller.Options {
+	return controller.Options{
+		MaxConcurrentReconciles: 4,
+		RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](
+			time.Second, 30*time.Second),
+	}
+}
+
+func exitStatus(e *outcome.Exit) *v1.ExitStatus {
+	if e == nil {
+		return nil
+	}
+	return exitFrom(units.Exit{Result: e.Result, Code: e.Code, Signal: e.Signal})
+}
+
+func exitFrom(e units.Exit) *v1.ExitStatus {
+	s := &v1.ExitStatus{}
+	if e.Signal != 0 {
+		s.Signal = unix.SignalName(unix.Signal(e.Signal))
+	} else {
+		code := int32(e.Code)
+		s.Code = &code
+	}
+	if !e.At.IsZero() {
+		at := metav1.NewTime(e.At)
+		s.At = &at
+	}
+	return s
+}
+
+func describeExit(e *units.Exit) string {
+	if e.Signal != 0 {
+		return fmt.Sprintf("killed by %s (%s)", unix.SignalName(unix.Signal(e.Signal)), e.Result)
+	}
+	return fmt.Sprintf("exit code %d (%s)", e.Code, e.Result)
+}
+
+func readinessOf(t *v1.Template) node.Readiness {
+	r := node.Readiness{Timeout: 2 * time.Second}
+	if t.Readiness != nil && t.Readiness.HTTPGet != nil {
+		r.HTTPPath = t.Readiness.HTTPGet.Path
+		if r.HTTPPath == "" {
+			r.HTTPPath = "/"
+		}
+	}
+	return r
+}
+
+func readinessTimeout(t *v1.Template) time.Duration {
+	if t.Readiness != nil && t.Readiness.TimeoutSeconds > 0 {
+		return time.Duration(t.Readiness.TimeoutSeconds) * time.Second
+	}
+	return 30 * time.Second
+}
+
+// truncate keeps a condition message within the API's limit.
+func truncate(s string) string {
+	const max = 32 * 1024
+	if len(s) > max {
+		return s[:max]
+	}
+	return s
+}
+
+func joinErr(a, b error) error { return errors.Join(a, b) }
+
+// nodeRuntime is node.Runtime, named here so tests can hand in a fake.
+type nodeRuntime = node.Runtime

@@ -1,0 +1,184 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	v1 "github.com/unitlet/unitlet/api/v1alpha1"
+	"github.com/unitlet/unitlet/internal/hostgate"
+	"github.com/unitlet/unitlet/runtime/node"
+)
+
+// InstanceReconciler turns an Instance into Generations and swaps them:
+// a template change makes Generation n+1; Overlap starts it beside the
+// old one and flips the stable socket once it is ready; Replace proves
+// the old one gone first. Status is computed in one place (instanceStatus)
+// and patched once, in a defer.
+type InstanceReconciler struct {
+	Client   client.Client
+	Runtime  node.Runtime
+	NodeName string
+	Recorder events.EventRecorder
+	Clock    clock.PassiveClock
+	Gate     hostgate.Gate
+}
+
+// +kubebuilder:rbac:groups=hosting.unitlet.dev,resources=instances,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=hosting.unitlet.dev,resources=instances/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=hosting.unitlet.dev,resources=instances/finalizers,verbs=update
+
+// Reconcile reads as the list of phases an Instance goes through.
+func (r *InstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
+	inst := &v1.Instance{}
+	if err := r.Client.Get(ctx, req.NamespacedName, inst); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if inst.Spec.NodeName != r.NodeName {
+		return ctrl.Result{}, nil
+	}
+	gens, err := r.generations(ctx, inst)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	s := &swap{r: r, inst: inst, gens: gens}
+	before := inst.DeepCopy()
+	defer func() {
+		computeInstanceStatus(inst, gens, s.note, retErr == nil)
+		if err := r.Client.Status().Patch(ctx, inst, client.MergeFrom(before)); err != nil && !apierrors.IsNotFound(err) {
+			retErr = joinErr(retErr, fmt.Errorf("patch instance status: %w", err))
+		}
+	}()
+
+	if !inst.DeletionTimestamp.IsZero() {
+		return s.finalize(ctx)
+	}
+	if !r.Gate.Accepting() {
+		s.note = note{reason: v1.ReasonFenced, msg: "node is not hosting: no new work is started"}
+		return ctrl.Result{}, nil
+	}
+	if controllerutil.AddFinalizer(inst, v1.Finalizer) {
+		if err := r.Client.Update(ctx, inst); err != nil {
+			return ctrl.Result{}, err
+		}
+		before = inst.DeepCopy()
+	}
+	if sock, err := r.Runtime.StableSocket(node.InstanceRef{Namespace: inst.Namespace, Name: inst.Name}); err == nil {
+		inst.Status.Socket = sock
+	}
+	if inst.Spec.Suspend {
+		return s.suspend(ctx)
+	}
+	if err := s.ensureLatest(ctx); err != nil {
+		if errors.Is(err, errWait) {
+			return ctrl.Result{}, nil // a Generation's change wakes us
+		}
+		return ctrl.Result{}, err
+	}
+	return s.advance(ctx)
+}
+
+// generations lists the Instance's Generations, oldest first.
+func (r *InstanceReconciler) generations(ctx context.Context, inst *v1.Instance) ([]*v1.Generation, error) {
+	var list v1.GenerationList
+	if err := r.Client.List(ctx, &list, client.InNamespace(inst.Namespace),
+		client.MatchingLabels{v1.LabelInstance: inst.Name}); err != nil {
+		return nil, fmt.Errorf("list generations: %w", err)
+	}
+	gens := make([]*v1.Generation, 0, len(list.Items))
+	for i := range list.Items {
+		gens = append(gens, &list.Items[i])
+	}
+	sort.Slice(gens, func(a, b int) bool { return gens[a].Spec.Number < gens[b].Spec.Number })
+	return gens, nil
+}
+
+func (r *InstanceReconciler) event(obj client.Object, typ, reason, action, note string, args ...any) {
+	if r.Recorder != nil {
+		r.Recorder.Eventf(obj, nil, typ, reason, action, note, args...)
+	}
+}
+
+// SetupWithManager watches Instances and the Generations they own.
+func (r *InstanceReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
+	}
+	if r.Gate == nil {
+		r.Gate = hostgate.Always{}
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&v1.Instance{}).
+		Owns(&v1.Generation{}).
+		Named("instance").
+		WithOptions(controllerOptions()).
+		Complete(r)
+}
+
+// retireGeneration marks g retired (its only mutable field) and says why.
+func (r *InstanceReconciler) retireGeneration(ctx context.Context, inst *v1.Instance, g *v1.Generation, because string) error {
+	if g.Spec.Retired {
+		return nil
+	}
+	patch := client.MergeFrom(g.DeepCopy())
+	g.Spec.Retired = true
+	if g.Annotations == nil {
+		g.Annotations = map[string]string{}
+	}
+	g.Annotations[AnnotationRetiredBecause] = because
+	if err := r.Client.Patch(ctx, g, patch); err != nil {
+		return fmt.Errorf("retire generation %d: %w", g.Spec.Number, err)
+	}
+	r.event(inst, corev1.EventTypeNormal, "Retiring", "Retire", "generation %d retired: %s", g.Spec.Number, because)
+	return nil
+}
+
+// createGeneration freezes the Instance's template as Generation n.
+func (r *InstanceReconciler) createGeneration(ctx context.Context, inst *v1.Instance, n int64) (*v1.Generation, error) {
+	g := &v1.Generation{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: generationName(inst.Name, n), Namespace: inst.Namespace,
+			Labels:      map[string]string{v1.LabelInstance: inst.Name},
+			Annotations: map[string]string{AnnotationTemplateHash: templateHash(&inst.Spec.Template)},
+		},
+		Spec: v1.GenerationSpec{
+			Instance: inst.Name, NodeName: inst.Spec.NodeName, Number: n,
+			Template: *inst.Spec.Template.DeepCopy(),
+		},
+	}
+	if err := controllerutil.SetControllerReference(inst, g, r.Client.Scheme()); err != nil {
+		return nil, err
+	}
+	if err := r.Client.Create(ctx, g); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, fmt.Errorf("create generation %d: %w", n, err)
+	}
+	r.event(inst, corev1.EventTypeNormal, "GenerationCreated", "Create", "generation %d created", n)
+	return g, nil
+}
+
+// terminated: the generation's end is proven.
+func terminated(g *v1.Generation) bool {
+	return meta.IsStatusConditionTrue(g.Status.Conditions, v1.ConditionTerminated)
+}
+
+func ready(g *v1.Generation) bool {
+	return meta.IsStatusConditionTrue(g.Status.Conditions, v1.ConditionReady)
+}
+
+// failed: the generation will never serve (refused, crashed at start,
+// exited, or not ready in time).
+func failed(g *v1.Generation) bool {
+	return g.Status.Phase == v1.PhaseFailed ||
+		meta.IsStatusConditionFalse(g.Status.Conditions, v1.ConditionStarted)
+}

@@ -1,0 +1,177 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	v1 "github.com/unitlet/unitlet/api/v1alpha1"
+	"github.com/unitlet/unitlet/internal/scheme"
+	"github.com/unitlet/unitlet/internal/testenv"
+)
+
+const testNode = "node-test"
+
+var (
+	env  *testenv.Env
+	k8s  client.Client
+	fake *fakeRuntime
+)
+
+func TestMain(m *testing.M) {
+	var err error
+	env, err = testenv.Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	k8s = env.Client
+	fake = newFakeRuntime()
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := startAgent(ctx, testNode, fake); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	cancel()
+	_ = env.Stop()
+	os.Exit(code)
+}
+
+// startAgent runs both reconcilers as node name with rt, as the agent does.
+func startAgent(ctx context.Context, name string, rt nodeRuntime) error {
+	onNode := fields.OneTermEqualSelector(v1.FieldNodeName, name)
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+		Scheme:  scheme.New(),
+		Metrics: metricsserver.Options{BindAddress: "0"},
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&v1.Instance{}: {Field: onNode}, &v1.Generation{}: {Field: onNode},
+		}},
+	})
+	if err != nil {
+		return err
+	}
+	if err := (&InstanceReconciler{Client: mgr.GetClient(), Runtime: rt, NodeName: name,
+		Recorder: mgr.GetEventRecorder("unitlet-agent")}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if err := (&GenerationReconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Runtime: rt, NodeName: name,
+		Recorder: mgr.GetEventRecorder("unitlet-agent"), Grace: time.Second, ProbeInterval: 50 * time.Millisecond}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	go func() { _ = mgr.Start(ctx) }()
+	return nil
+}
+
+// instance builds a valid Instance for the test node.
+func instance(name string, opts ...func(*v1.Instance)) *v1.Instance {
+	i := &v1.Instance{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: v1.InstanceSpec{
+			Host: name + ".example.com", NodeName: testNode, Strategy: v1.StrategyOverlap,
+			Template: v1.Template{
+				Command:   []string{"/usr/bin/app"},
+				Tier:      v1.Tier{Memory: resource.MustParse("64Mi"), CPU: resource.MustParse("100m"), Pids: 32},
+				Readiness: &v1.Readiness{Socket: &v1.SocketProbe{}, TimeoutSeconds: 30},
+			},
+		},
+	}
+	for _, o := range opts {
+		o(i)
+	}
+	return i
+}
+
+func replace(i *v1.Instance) { i.Spec.Strategy = v1.StrategyReplace }
+
+// eventually polls cond until it holds or 20 s pass.
+func eventually(t *testing.T, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	last := ""
+	for time.Now().Before(deadline) {
+		ok, state := cond()
+		if ok {
+			return
+		}
+		last = state
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("timed out waiting for %s; last state: %s", what, last)
+}
+
+func getInstance(t *testing.T, name string) *v1.Instance {
+	t.Helper()
+	i := &v1.Instance{}
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: name}, i); err != nil {
+		t.Fatalf("get instance %s: %v", name, err)
+	}
+	return i
+}
+
+func getGeneration(t *testing.T, inst string, n int64) *v1.Generation {
+	t.Helper()
+	g := &v1.Generation{}
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: generationName(inst, n)}, g); err != nil {
+		return nil
+	}
+	return g
+}
+
+// condition renders one condition as "Status/Reason" for comparisons.
+func condition(conds []metav1.Condition, typ string) string {
+	c := meta.FindStatusCondition(conds, typ)
+	if c == nil {
+		return "absent"
+	}
+	return string(c.Status) + "/" + c.Reason
+}
+
+func conditionsOf(conds []metav1.Condition) string {
+	var parts []string
+	for _, c := range conds {
+		parts = append(parts, c.Type+"="+string(c.Status)+"/"+c.Reason)
+	}
+	return strings.Join(parts, " ")
+}
+
+// waitInstance waits until the Instance's condition typ is want.
+func waitInstance(t *testing.T, name, typ, want string) *v1.Instance {
+	t.Helper()
+	var inst *v1.Instance
+	eventually(t, fmt.Sprintf("%s %s=%s", name, typ, want), func() (bool, string) {
+		inst = getInstance(t, name)
+		return condition(inst.Status.Conditions, typ) == want, conditionsOf(inst.Status.Conditions)
+	})
+	return inst
+}
+
+func create(t *testing.T, obj client.Object) {
+	t.Helper()
+	if err := k8s.Create(context.Background(), obj); err != nil {
+		t.Fatalf("create %s: %v", obj.GetName(), err)
+	}
+}
+
+// updateInstance re-reads the Instance and applies mutate, retrying conflicts.
+func updateInstance(t *testing.T, name string, mutate func(*v1.Instance)) {
+	t.Helper()
+	eventually(t, "update of "+name, func() (bool, string) {
+		i := getInstance(t, name)
+		mutate(i)
+		err := k8s.Update(context.Background(), i)
+		return err == nil, fmt.Sprint(err)
+	})
+}

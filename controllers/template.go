@@ -1,0 +1,120 @@
+package controllers
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/unitlet/unitlet/api/v1alpha1"
+	"github.com/unitlet/unitlet/runtime/cgroups"
+)
+
+// Annotations the agent keeps on the objects it makes.
+const (
+	// AnnotationTemplateHash is the hash of the template a Generation
+	// froze; a different hash on the Instance means a new Generation.
+	AnnotationTemplateHash = "hosting.unitlet.dev/template-hash"
+	// AnnotationRetiredBecause says why a Generation was retired:
+	// Superseded, Suspended, SwapAborted or Deleted.
+	AnnotationRetiredBecause = "hosting.unitlet.dev/retired-because"
+)
+
+// Why a Generation was retired.
+const (
+	RetiredSuperseded  = "Superseded"
+	RetiredSuspended   = "Suspended"
+	RetiredSwapAborted = "SwapAborted"
+	RetiredDeleted     = "Deleted"
+)
+
+// templateHash is a stable digest of a template: encoding/json sorts map
+// keys and keeps list order, which is all a template holds.
+func templateHash(t *v1.Template) string {
+	raw, err := json.Marshal(t)
+	if err != nil {
+		panic(fmt.Sprintf("template cannot be encoded: %v", err)) // plain data: cannot happen
+	}
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:8])
+}
+
+// generationName is the name of an Instance's Generation n.
+func generationName(instance string, n int64) string {
+	return instance + "-g" + strconv.FormatInt(n, 10)
+}
+
+// generationFromName parses generationName back, for runtime events.
+func generationFromName(name string) (instance string, n int64, ok bool) {
+	i := strings.LastIndex(name, "-g")
+	if i <= 0 {
+		return "", 0, false
+	}
+	n, err := strconv.ParseInt(name[i+2:], 10, 64)
+	if err != nil || n < 1 {
+		return "", 0, false
+	}
+	return name[:i], n, true
+}
+
+// tierOf converts an API tier to the runtime's.
+func tierOf(t v1.Tier) cgroups.Tier {
+	return cgroups.Tier{MemoryBytes: t.Memory.Value(), CPUMillis: t.CPU.MilliValue(), Pids: t.Pids}
+}
+
+// overlapTier is the parent limit during an Overlap swap: spec.overlap or
+// twice the tier.
+func overlapTier(inst *v1.Instance, t v1.Tier) cgroups.Tier {
+	o := tierOf(t)
+	o.MemoryBytes *= 2
+	o.CPUMillis *= 2
+	o.Pids *= 2
+	if inst.Spec.Overlap != nil && inst.Spec.Overlap.Memory != nil {
+		o.MemoryBytes = inst.Spec.Overlap.Memory.Value()
+	}
+	return o
+}
+
+// specEnv is the Instance's own env layer.
+func specEnv(t *v1.Template) map[string]string {
+	env := make(map[string]string, len(t.Env))
+	for _, e := range t.Env {
+		env[e.Name] = e.Value
+	}
+	return env
+}
+
+// refEnv reads the Secrets and ConfigMaps a template names, in order, a
+// later one winning. It reads through r (uncached), so the agent never
+// caches every Secret of the cluster.
+func refEnv(ctx context.Context, r client.Reader, namespace string, t *v1.Template) (map[string]string, error) {
+	env := map[string]string{}
+	for _, from := range t.EnvFrom {
+		switch {
+		case from.SecretRef != nil:
+			var s corev1.Secret
+			if err := r.Get(ctx, types.NamespacedName{Namespace: namespace, Name: from.SecretRef.Name}, &s); err != nil {
+				return nil, fmt.Errorf("secret %s: %w", from.SecretRef.Name, err)
+			}
+			for k, v := range s.Data {
+				env[k] = string(v)
+			}
+		case from.ConfigMapRef != nil:
+			var cm corev1.ConfigMap
+			if err := r.Get(ctx, types.NamespacedName{Namespace: namespace, Name: from.ConfigMapRef.Name}, &cm); err != nil {
+				return nil, fmt.Errorf("configmap %s: %w", from.ConfigMapRef.Name, err)
+			}
+			for k, v := range cm.Data {
+				env[k] = v
+			}
+		}
+	}
+	return env, nil
+}
