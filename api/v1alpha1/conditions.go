@@ -45,10 +45,17 @@ const (
 	ReasonProofTimedOut  = "ProofTimedOut"
 	ReasonNoDelegation   = "NoDelegation"
 
-	// Enrollment.
+	// Enrollment. The Hosting condition's reason is the join stage
+	// (AwaitingApproval, GuardNotArmed, Hosting, ApprovalRevoked,
+	// GuardDisarmed).
 	ReasonAwaitingApproval = "AwaitingApproval"
 	ReasonGuardCheckFailed = "GuardCheckFailed"
 	ReasonApproved         = "Approved"
+	ReasonArmed            = "Armed"
+	ReasonGuardNotArmed    = "GuardNotArmed"
+	ReasonHosting          = "Hosting"
+	ReasonApprovalRevoked  = "ApprovalRevoked"
+	ReasonGuardDisarmed    = "GuardDisarmed"
 )
 
 // Finalizer is the lease: the agent removes it only after every unit of

@@ -54,6 +54,10 @@ func newLogger(development bool) logr.Logger {
 
 // Run starts the manager for opts and blocks until ctx ends.
 func Run(ctx context.Context, opts Options, log logr.Logger) error {
+	return run(ctx, opts, log, defaultJoining())
+}
+
+func run(ctx context.Context, opts Options, log logr.Logger, j joining) error {
 	cfg, err := restConfig(opts.Kubeconfig)
 	if err != nil {
 		return fmt.Errorf("kubernetes client configuration: %w", err)
@@ -79,15 +83,12 @@ func Run(ctx context.Context, opts Options, log logr.Logger) error {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return err
 	}
-	if err := setupHosting(mgr, opts); err != nil {
+	if err := setupEnrollment(mgr, opts, log, j); err != nil {
 		return err
 	}
 	log.Info("agent starting", "node", opts.NodeName, "version", Version,
 		"stateRoot", opts.StateRoot, "runRoot", opts.RunRoot, "cgroupRoot", opts.CgroupRoot,
 		"unitBackend", opts.UnitBackend, "requireEnrollment", opts.RequireEnrollment)
-	if !opts.RequireEnrollment {
-		log.Info("enrollment not required: this node hosts without an approved Enrollment (single dev machine only)")
-	}
 	return mgr.Start(ctx)
 }
 

@@ -7,6 +7,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
+
+	"github.com/unitlet/unitlet/internal/hostgate"
 )
 
 // Backend names a unit backend.
@@ -28,6 +30,12 @@ type Options struct {
 	ProbeAddr         string
 	MetricsAddr       string
 	LogDevelopment    bool
+
+	// SocketGroup owns the run dirs and sockets; the guard requires it.
+	SocketGroup string
+	// Gate is not a flag: Run sets it before setupHosting, and the hosting
+	// reconcilers consult it before they start new work.
+	Gate hostgate.Gate
 }
 
 // Parse reads the agent's flags from args.
@@ -42,6 +50,7 @@ func Parse(args []string) (Options, error) {
 	fs.StringVar(&o.CgroupRoot, "cgroup-root", "unitlet", "cgroup (relative to the hierarchy root) under which Instances are placed")
 	fs.StringVar(&o.UnitBackend, "unit-backend", BackendAuto, "how units are started: systemd, direct or auto (systemd when its bus answers)")
 	fs.BoolVar(&o.RequireEnrollment, "require-enrollment", true, "host nothing until this node's Enrollment is approved and its guard armed")
+	fs.StringVar(&o.SocketGroup, "socket-group", "unitlet", "group that owns the Instances' run dirs and sockets (a proxy in it can connect)")
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "address of the metrics endpoint; 0 disables it")
 	fs.BoolVar(&o.LogDevelopment, "zap-devel", false, "human-readable development logging")
