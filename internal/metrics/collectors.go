@@ -7,6 +7,7 @@ import (
 // Metric names; config/prometheus and config/grafana query these.
 const (
 	NameInstanceCondition = "unitlet_instance_condition"
+	NameInstanceSuspended = "unitlet_instance_suspended"
 	NameGenerations       = "unitlet_generations"
 	NameStarts            = "unitlet_starts_total"
 	NameStartDuration     = "unitlet_start_duration_seconds"
@@ -23,6 +24,7 @@ const (
 // tests build their own on a private registry.
 type collectors struct {
 	instanceCondition *prometheus.GaugeVec
+	instanceSuspended *prometheus.GaugeVec
 	generations       *prometheus.GaugeVec
 	starts            *prometheus.CounterVec
 	startDuration     prometheus.Histogram
@@ -48,6 +50,10 @@ func newCollectors() *collectors {
 			Name: NameInstanceCondition,
 			Help: "An Instance's condition: 1 for the status it has now, 0 for the others.",
 		}, []string{"namespace", "instance", "type", "status"}),
+		instanceSuspended: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: NameInstanceSuspended,
+			Help: "1 while an Instance is not Ready only because it is suspended (Ready's reason is Suspended), so alerts can leave it out.",
+		}, []string{"namespace", "instance"}),
 		generations: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: NameGenerations,
 			Help: "Generations on this node by phase.",
@@ -93,7 +99,7 @@ func newCollectors() *collectors {
 
 func (c *collectors) all() []prometheus.Collector {
 	return []prometheus.Collector{
-		c.instanceCondition, c.generations, c.starts, c.startDuration, c.kills,
+		c.instanceCondition, c.instanceSuspended, c.generations, c.starts, c.startDuration, c.kills,
 		c.killToEmpty, c.prepareStep, c.swapDuration, c.agentMode, c.agentInfo,
 	}
 }

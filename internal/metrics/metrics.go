@@ -21,7 +21,8 @@ func mustRecorder() *recorder {
 
 // SetInstanceConditions makes unitlet_instance_condition hold conds: per
 // condition type, 1 on the current status and 0 on the other two. Types
-// the Instance no longer has lose their series.
+// the Instance no longer has lose their series. unitlet_instance_suspended
+// says whether Ready is False only because of spec.suspend.
 func SetInstanceConditions(namespace, name string, conds []metav1.Condition) {
 	std.setInstanceConditions(namespace, name, conds)
 }

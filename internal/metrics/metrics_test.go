@@ -140,8 +140,10 @@ func TestDeleteInstanceRemovesItsSeries(t *testing.T) {
 
 	DeleteInstance(ns, "gone")
 
-	if got := gathered(t, NameInstanceCondition, map[string]string{"namespace": ns, "instance": "gone"}); len(got) != 0 {
-		t.Errorf("after delete, series of gone remain: %v", got)
+	for _, name := range []string{NameInstanceCondition, NameInstanceSuspended} {
+		if got := gathered(t, name, map[string]string{"namespace": ns, "instance": "gone"}); len(got) != 0 {
+			t.Errorf("after delete, %s series of gone remain: %v", name, got)
+		}
 	}
 	if n := len(gathered(t, NameInstanceCondition, map[string]string{"namespace": ns, "instance": "kept"})); n != 6 {
 		t.Errorf("after deleting gone: %d series of kept, want 6", n)
@@ -150,6 +152,27 @@ func TestDeleteInstanceRemovesItsSeries(t *testing.T) {
 	SetInstanceConditions(ns, "gone", []metav1.Condition{cond("Ready", "False")})
 	if n := len(gathered(t, NameInstanceCondition, map[string]string{"namespace": ns, "instance": "gone"})); n != 3 {
 		t.Errorf("re-set after delete: %d series, want 3", n)
+	}
+}
+
+func TestInstanceSuspended(t *testing.T) {
+	const ns = "suspended"
+	t.Cleanup(func() { DeleteInstance(ns, "web") })
+	tests := []struct {
+		name  string
+		ready metav1.Condition
+		want  float64
+	}{
+		{"suspended", metav1.Condition{Type: "Ready", Status: "False", Reason: "Suspended"}, 1},
+		{"not ready for another reason", metav1.Condition{Type: "Ready", Status: "False", Reason: "KillUnproven"}, 0},
+		{"ready", metav1.Condition{Type: "Ready", Status: "True", Reason: "Reconciled"}, 0},
+	}
+	for _, tc := range tests { // in order: each replaces the one before
+		SetInstanceConditions(ns, "web", []metav1.Condition{tc.ready})
+		want := map[string]float64{"instance=web,namespace=suspended": tc.want}
+		if diff := cmp.Diff(want, gathered(t, NameInstanceSuspended, map[string]string{"namespace": ns})); diff != "" {
+			t.Errorf("%s (-want,+got):\n%s", tc.name, diff)
+		}
 	}
 }
 

@@ -88,8 +88,12 @@ func (r *recorder) setInstanceConditions(namespace, name string, conds []metav1.
 	key := instanceKey{namespace, name}
 	had := r.conditions[key]
 	now := make(map[string]bool, len(conds))
+	suspended := 0.0
 	for _, cond := range conds {
 		now[cond.Type] = true
+		if cond.Type == v1alpha1.ConditionReady && cond.Status == metav1.ConditionFalse && cond.Reason == v1alpha1.ReasonSuspended {
+			suspended = 1
+		}
 		current := cond.Status
 		if current != metav1.ConditionTrue && current != metav1.ConditionFalse {
 			current = metav1.ConditionUnknown // the API allows only the three
@@ -112,13 +116,16 @@ func (r *recorder) setInstanceConditions(namespace, name string, conds []metav1.
 		}
 	}
 	r.conditions[key] = now
+	r.c.instanceSuspended.WithLabelValues(namespace, name).Set(suspended)
 }
 
 func (r *recorder) deleteInstance(namespace, name string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.conditions, instanceKey{namespace, name})
-	r.c.instanceCondition.DeletePartialMatch(prometheus.Labels{"namespace": namespace, "instance": name})
+	of := prometheus.Labels{"namespace": namespace, "instance": name}
+	r.c.instanceCondition.DeletePartialMatch(of)
+	r.c.instanceSuspended.DeletePartialMatch(of)
 }
 
 func (r *recorder) setGenerationPhases(counts map[string]int) {
