@@ -1,0 +1,39 @@
+package agent
+
+import (
+	"fmt"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/unitlet/unitlet/controllers"
+)
+
+// stopGrace is how long a retiring generation has between SIGTERM and
+// the kill.
+const stopGrace = 10 * time.Second
+
+// setupHosting registers the reconcilers that run this node's Instances.
+// It is called once, when the node first reaches the hosting mode; until
+// then the agent hosts nothing.
+func setupHosting(mgr ctrl.Manager, opts Options) error {
+	log := mgr.GetLogger().WithName("runtime")
+	rt, backend, err := newRuntime(opts, log)
+	if err != nil {
+		return fmt.Errorf("node runtime: %w", err)
+	}
+	log.Info("node runtime ready", "unitBackend", backend)
+	recorder := mgr.GetEventRecorder("unitlet-agent")
+	if err := (&controllers.InstanceReconciler{
+		Client: mgr.GetClient(), Runtime: rt, NodeName: opts.NodeName, Recorder: recorder, Gate: opts.Gate,
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("instance controller: %w", err)
+	}
+	if err := (&controllers.GenerationReconciler{
+		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Runtime: rt, NodeName: opts.NodeName,
+		Recorder: recorder, Gate: opts.Gate, Grace: stopGrace,
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("generation controller: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,80 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	sddbus "github.com/coreos/go-systemd/v22/dbus"
+	"github.com/go-logr/logr"
+
+	"github.com/unitlet/unitlet/runtime/cgroups"
+	"github.com/unitlet/unitlet/runtime/layout"
+	"github.com/unitlet/unitlet/runtime/node"
+	"github.com/unitlet/unitlet/runtime/units"
+)
+
+// proofBudget bounds one proof that a unit is gone.
+const proofBudget = 30 * time.Second
+
+// newRuntime composes the node runtime for opts, choosing the unit
+// backend: systemd when asked or, for auto, when its bus answers.
+func newRuntime(opts Options, log logr.Logger) (*node.Node, string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, "", fmt.Errorf("own executable: %w", err)
+	}
+	lay := layout.Layout{StateRoot: opts.StateRoot, RunRoot: opts.RunRoot, CgroupRoot: opts.CgroupRoot}
+	name := opts.UnitBackend
+	if name == BackendAuto {
+		name = BackendDirect
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		if conn, err := sddbus.NewSystemConnectionContext(ctx); err == nil {
+			conn.Close()
+			name = BackendSystemd
+		}
+		cancel()
+	}
+	var backend units.Backend
+	switch name {
+	case BackendSystemd:
+		backend, err = units.NewSystemd(units.SystemdConfig{
+			Connect: sddbus.NewSystemConnectionContext, Exe: exe, ProofBudget: proofBudget,
+			CgroupDirs: hostCgroupDirs, Layout: lay, Log: log.WithName("systemd"),
+		})
+	default:
+		backend, err = units.NewDirect(units.DirectConfig{
+			Layout: lay, Exe: exe, ProofBudget: proofBudget, Log: log.WithName("direct"),
+		})
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("%s backend: %w", name, err)
+	}
+	n, err := node.New(node.Config{
+		Layout: lay, Backend: backend, SocketGID: -1, AppUID: -1, Exe: exe, Log: log,
+		LogMaxBytes: 8 << 20, LogKeep: 3,
+	})
+	return n, name, err
+}
+
+// hostCgroupDirs maps a cgroup as systemd names it to its directory in
+// every hierarchy mounted on this host, all of which must be empty for a
+// kill to be proven.
+func hostCgroupDirs(cgroup string) []string {
+	entries, err := os.ReadDir(cgroups.DefaultMountRoot)
+	if err != nil {
+		return nil
+	}
+	var dirs []string
+	for _, e := range entries {
+		if e.IsDir() {
+			dirs = append(dirs, filepath.Join(cgroups.DefaultMountRoot, e.Name(), cgroup))
+		}
+	}
+	if len(dirs) == 0 { // pure v2: the mount root is the hierarchy
+		dirs = append(dirs, filepath.Join(cgroups.DefaultMountRoot, cgroup))
+	}
+	return dirs
+}
