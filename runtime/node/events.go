@@ -12,11 +12,9 @@ import (
 const pollEvery = 500 * time.Millisecond
 
 // watch sends ref on Events once the slot's cgroup is seen empty (its
-// process exited or was killed). It ends with the Node or when the slot
-// is let go of.
-func (n *Node) watch(ref Ref, p layout.Proc, s *slot) {
-	ctx, cancel := context.WithCancel(n.life)
-	s.watch = cancel
+// process exited or was killed). It ends with ctx: the Node's life, cut
+// short when the slot is let go of.
+func (n *Node) watch(ctx context.Context, ref Ref, p layout.Proc) {
 	empty, err := n.emptied(ctx, p)
 	if err != nil {
 		n.cfg.Log.Info("no event watch", "unit", p.UnitName(), "err", err)

@@ -76,10 +76,7 @@ func (n *Node) Remove(ctx context.Context, inst InstanceRef) error {
 	n.mu.Unlock()
 	var errs []error
 	for _, s := range in.slots {
-		if s.watch != nil {
-			s.watch()
-		}
-		errs = append(errs, s.res.Close())
+		errs = append(errs, s.close())
 	}
 	if in.log != nil {
 		errs = append(errs, in.log.Close())

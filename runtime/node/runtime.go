@@ -96,8 +96,19 @@ type instance struct {
 
 // slot is one started slot: its listeners stay open while it runs.
 type slot struct {
-	res   *prepare.Result
+	res   *prepare.Result // nil for a slot adopted after a restart
 	watch context.CancelFunc
+}
+
+// close lets go of the slot's watch and listeners.
+func (s *slot) close() error {
+	if s.watch != nil {
+		s.watch()
+	}
+	if s.res == nil {
+		return nil
+	}
+	return s.res.Close()
 }
 
 var _ Runtime = (*Node)(nil)
@@ -130,7 +141,7 @@ func (n *Node) Close() error {
 	var errs []error
 	for ref, in := range n.instances {
 		for _, s := range in.slots {
-			errs = append(errs, s.res.Close())
+			errs = append(errs, s.close())
 		}
 		if in.log != nil {
 			errs = append(errs, in.log.Close())
@@ -150,28 +161,6 @@ func (n *Node) StableSocket(inst InstanceRef) (string, error) {
 		return "", err
 	}
 	return li.StableSocket(), nil
-}
-
-// List returns every slot the backend knows that maps back to a Ref.
-func (n *Node) List(ctx context.Context) ([]Ref, error) {
-	sts, err := n.cfg.Backend.List(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("node: list: %w", err)
-	}
-	var out []Ref
-	for _, st := range sts {
-		if st.Proc == nil {
-			n.cfg.Log.Info("unit maps to no slot", "unit", st.Unit, "cgroup", st.Cgroup)
-			continue
-		}
-		out = append(out, refOf(*st.Proc))
-	}
-	return out, nil
-}
-
-func refOf(p layout.Proc) Ref {
-	inst := p.Instance()
-	return Ref{InstanceRef: InstanceRef{inst.Namespace(), inst.Name()}, Role: p.Role(), Generation: p.Generation()}
 }
 
 func (n *Node) layoutOf(inst InstanceRef) (layout.Instance, error) {

@@ -105,11 +105,11 @@ func (n *Node) Start(ctx context.Context, req StartRequest) StartResult {
 			res.Cgroup = st.Cgroup
 		}
 	}
-	s := &slot{res: pr}
+	wctx, cancel := context.WithCancel(n.life)
 	n.mu.Lock()
-	in.slots[req.Ref] = s
+	in.slots[req.Ref] = &slot{res: pr, watch: cancel}
 	n.mu.Unlock()
-	n.watch(req.Ref, p, s)
+	n.watch(wctx, req.Ref, p)
 	n.cfg.Log.Info("started", "unit", res.Unit, "outcome", res.Start.Kind.String(), "pid", res.Start.MainPID)
 	return res
 }

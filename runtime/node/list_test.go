@@ -1,0 +1,63 @@
+package node
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/testr"
+	"github.com/google/go-cmp/cmp"
+	"golang.org/x/sys/unix"
+
+	"github.com/unitlet/unitlet/runtime/outcome"
+	"github.com/unitlet/unitlet/runtime/units"
+)
+
+// TestListAdoptsAfterRestart: a new Node (an agent restart) lists the
+// running slot, does not start it again, and reports its end on Events.
+func TestListAdoptsAfterRestart(t *testing.T) {
+	e := newEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r := e.appRequest("adopt", 1)
+	e.retireAtEnd(t, r.Ref)
+	first := e.node.Start(ctx, r)
+	if first.Start.Kind != outcome.Running {
+		t.Fatalf("start: %v (%v)", first.Start.Kind, first.Start.Cause)
+	}
+	waitReady(ctx, t, e.node, r.Ref)
+
+	log := testr.NewWithInterface(t, testr.Options{})
+	d, err := units.NewDirect(units.DirectConfig{Layout: e.lay, Exe: e.exe, ProofBudget: 10 * time.Second, Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n2, err := New(Config{Layout: e.lay, Backend: d, SocketGID: -1, AppUID: -1, Exe: e.exe, Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = n2.Close() })
+	refs, err := n2.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]Ref{r.Ref}, refs); diff != "" {
+		t.Errorf("List (-want,+got):\n%s", diff)
+	}
+	again := n2.Start(ctx, r)
+	if again.Start.Kind != outcome.Running || again.Start.MainPID != first.Start.MainPID || len(again.Steps) != 0 {
+		t.Errorf("start after restart: %v pid %d steps %v, want the first run (pid %d) untouched",
+			again.Start.Kind, again.Start.MainPID, again.Steps, first.Start.MainPID)
+	}
+	if err := unix.Kill(first.Start.MainPID, unix.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ev := <-n2.Events():
+		if diff := cmp.Diff(r.Ref, ev); diff != "" {
+			t.Errorf("event (-want,+got):\n%s", diff)
+		}
+	case <-ctx.Done():
+		t.Fatal("no event from the adopted slot's end")
+	}
+}
