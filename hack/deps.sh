@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the tests and `make run` use, when missing:
 # systemd and dbus (a real systemd booted in namespaces by the systemd
-# backend's tests) and openssl (dev certificates).
+# backend's tests), openssl (dev certificates) and nginx (the front end of
+# the zero-downtime test; started by that test alone, on loopback).
 set -euo pipefail
-want=(systemd dbus openssl util-linux)
+want=(systemd dbus openssl util-linux nginx)
 missing=()
 for p in "${want[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -11,6 +12,14 @@ done
 [ ${#missing[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" != 0 ]; then echo "deps: need root to install: ${missing[*]}" >&2; exit 1; fi
 echo "deps: installing ${missing[*]}" >&2
+# PID 1 here is not systemd: no package may start its service (nginx would
+# otherwise listen on port 80). policy-rc.d refuses every start meanwhile.
+policy=/usr/sbin/policy-rc.d
+own_policy=0
+if [ ! -e "$policy" ]; then
+  printf '#!/bin/sh\nexit 101\n' >"$policy"; chmod +x "$policy"; own_policy=1
+fi
+trap '[ "$own_policy" = 1 ] && rm -f "$policy"' EXIT
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq >/dev/null
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

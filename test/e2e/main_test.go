@@ -1,0 +1,185 @@
+// Package e2e runs the real unitlet binary as node agents against a real
+// API server, with the direct backend, real cgroups, real sockets and the
+// sample apps, as a user would after `make run`.
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/unitlet/unitlet/internal/testenv"
+	"github.com/unitlet/unitlet/runtime/cgroups"
+)
+
+var (
+	env        *testenv.Env
+	k8s        client.Client
+	kubeconfig string
+	// runID keeps this run's roots and cgroups apart from any other.
+	runID = strconv.Itoa(os.Getpid())
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	if os.Geteuid() != 0 {
+		fmt.Fprintln(os.Stderr, "e2e: must run as root (the agent creates cgroups)")
+		return 1
+	}
+	if _, err := os.Stat(agentBinary()); err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: %s missing: run `make build` first\n", agentBinary())
+		return 1
+	}
+	var err error
+	if env, err = testenv.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() { _ = env.Stop() }()
+	k8s = env.Client
+	user, err := env.AddUser(envtest.User{Name: "e2e-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	raw, err := user.KubeConfig()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	dir, err := os.MkdirTemp("", "unitlet-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	kubeconfig = filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(kubeconfig, raw, 0o600); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return m.Run()
+}
+
+func agentBinary() string { return filepath.Join(testenv.RepoRoot(), "bin", "unitlet") }
+
+// agent is one running unitlet process acting as a node.
+type agent struct {
+	node, stateRoot, runRoot, cgroupRoot, logPath, probeAddr string
+	cmd                                                      *exec.Cmd
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// startAgent runs bin/unitlet as node name until the test ends; at the end
+// every Instance it hosts must be gone, and its cgroups are swept.
+func startAgent(t *testing.T, name string) *agent {
+	t.Helper()
+	short := name + "-" + runID
+	a := &agent{
+		node:       name,
+		stateRoot:  filepath.Join(t.TempDir(), "state"),
+		runRoot:    "/dev/shm/ule2e-" + short, // sockets need short paths
+		cgroupRoot: "unitlet-e2e-" + short,
+		logPath:    filepath.Join(t.TempDir(), "agent.log"),
+		probeAddr:  freePort(t),
+	}
+	logf, err := os.Create(a.logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.cmd = exec.Command(agentBinary(),
+		"--node-name", name, "--kubeconfig", kubeconfig,
+		"--state-root", a.stateRoot, "--run-root", a.runRoot, "--cgroup-root", a.cgroupRoot,
+		"--unit-backend", "direct", "--require-enrollment=false",
+		"--health-probe-bind-address", a.probeAddr, "--metrics-bind-address", "0")
+	a.cmd.Stdout, a.cmd.Stderr = logf, logf
+	if err := a.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = a.cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = a.cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			_ = a.cmd.Process.Kill()
+			<-done
+		}
+		logf.Close()
+		if t.Failed() {
+			if b, err := os.ReadFile(a.logPath); err == nil {
+				t.Logf("agent %s log (tail):\n%s", name, tail(string(b), 60))
+			}
+		}
+		a.sweep(t)
+	})
+	eventually(t, "agent "+name+" healthy", 30*time.Second, func() (bool, string) {
+		resp, err := http.Get("http://" + a.probeAddr + "/readyz")
+		if err != nil {
+			return false, err.Error()
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, resp.Status
+	})
+	return a
+}
+
+// sweep kills and removes whatever this agent's cgroup root still holds
+// (a test that failed half-way) and its run root.
+func (a *agent) sweep(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, err := cgroups.SweepStale(ctx, cgroups.Config{Root: "."}, a.cgroupRoot, nil)
+	if err != nil {
+		t.Logf("sweep %s: %v", a.cgroupRoot, err)
+	}
+	_ = os.RemoveAll(a.runRoot)
+}
+
+func tail(s string, lines int) string {
+	parts := strings.Split(s, "\n")
+	if len(parts) > lines {
+		parts = parts[len(parts)-lines:]
+	}
+	return strings.Join(parts, "\n")
+}
+
+func eventually(t *testing.T, what string, limit time.Duration, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	last := ""
+	for time.Now().Before(deadline) {
+		ok, state := cond()
+		if ok {
+			return
+		}
+		last = state
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("timed out after %s waiting for %s; last: %s", limit, what, last)
+}
