@@ -14,7 +14,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	hostingv1alpha1 "github.com/unitlet/unitlet/api/v1alpha1"
@@ -66,8 +65,10 @@ func run(ctx context.Context, opts Options, log logr.Logger, j joining) error {
 	// so the API server's watch, not the agent, bears the cluster's size.
 	onNode := fields.OneTermEqualSelector(hostingv1alpha1.FieldNodeName, opts.NodeName)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 scheme.New(),
-		HealthProbeBindAddress: opts.ProbeAddr,
+		Scheme: scheme.New(),
+		// The probes are served by setupEnrollment's probeServer: readiness
+		// must answer 503 naming the stage while the node joins.
+		HealthProbeBindAddress: "0",
 		Metrics:                metricsserver.Options{BindAddress: opts.MetricsAddr},
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			&hostingv1alpha1.Instance{}:   {Field: onNode},
@@ -76,12 +77,6 @@ func run(ctx context.Context, opts Options, log logr.Logger, j joining) error {
 	})
 	if err != nil {
 		return fmt.Errorf("manager: %w", err)
-	}
-	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		return err
-	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
-		return err
 	}
 	if err := setupEnrollment(mgr, opts, log, j); err != nil {
 		return err

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"sync"
 	"time"
@@ -67,6 +66,9 @@ func setupEnrollment(mgr ctrl.Manager, opts Options, log logr.Logger, j joining)
 	if !opts.RequireEnrollment {
 		log.Info("enrollment not required: hosting at once, without an approved Enrollment (single dev machine only)")
 		opts.Gate = hostgate.Always{}
+		if err := mgr.Add(&probeServer{addr: opts.ProbeAddr, ready: func() error { return nil }}); err != nil {
+			return err
+		}
 		return j.setupHosting(mgr, opts)
 	}
 	gate := &hostgate.Switch{}
@@ -94,7 +96,7 @@ func setupEnrollment(mgr ctrl.Manager, opts Options, log logr.Logger, j joining)
 		startHosting: func() error { return j.setupHosting(mgr, opts) },
 		log:          log.WithName("joining").WithValues("node", opts.NodeName),
 	}
-	if err := mgr.AddReadyzCheck("enrollment", l.ready); err != nil {
+	if err := mgr.Add(&probeServer{addr: opts.ProbeAddr, ready: l.ready}); err != nil {
 		return err
 	}
 	return mgr.Add(l)
@@ -222,7 +224,7 @@ func (l *enrollmentLoop) decision() join.Decision {
 
 // ready is the readiness check: it fails, naming the stage, while the
 // node accepts no new work. Liveness is not affected.
-func (l *enrollmentLoop) ready(*http.Request) error {
+func (l *enrollmentLoop) ready() error {
 	l.mu.Lock()
 	d, known := l.current, l.known
 	l.mu.Unlock()

@@ -96,6 +96,13 @@ func (g Guard) cgroupDirs() (cgroups.Mode, []string, error) {
 	return mode, dirs, nil
 }
 
+// CgroupDirs are the delegated cgroup root's directories, one in each
+// hierarchy the cgroup manager writes; Prepare creates them.
+func (g Guard) CgroupDirs() ([]string, error) {
+	_, dirs, err := g.cgroupDirs()
+	return dirs, err
+}
+
 func (g Guard) checkCgroupRoot() Check {
 	mode, dirs, err := g.cgroupDirs()
 	if err != nil {
