@@ -15,6 +15,7 @@ import (
 
 	"github.com/unitlet/unitlet/controllers"
 	"github.com/unitlet/unitlet/internal/hostgate"
+	"github.com/unitlet/unitlet/internal/metrics"
 	"github.com/unitlet/unitlet/runtime/join"
 )
 
@@ -66,6 +67,7 @@ func setupEnrollment(mgr ctrl.Manager, opts Options, log logr.Logger, j joining)
 	if !opts.RequireEnrollment {
 		log.Info("enrollment not required: hosting at once, without an approved Enrollment (single dev machine only)")
 		opts.Gate = hostgate.Always{}
+		metrics.SetMode(metrics.ModeHosting)
 		if err := mgr.Add(&probeServer{addr: opts.ProbeAddr, ready: func() error { return nil }}); err != nil {
 			return err
 		}
@@ -194,6 +196,11 @@ func (l *enrollmentLoop) apply(d join.Decision) error {
 		l.hosted = true
 	}
 	l.gate.Set(d.Accepting)
+	if d.Accepting {
+		metrics.SetMode(metrics.ModeHosting)
+	} else {
+		metrics.SetMode(metrics.ModeJoining)
+	}
 	l.mu.Lock()
 	prev, known := l.current, l.known
 	l.current, l.known = d, true
