@@ -12,7 +12,8 @@ CONTROLLER_GEN := go tool -modfile=$(TOOLS_MOD) controller-gen
 KUSTOMIZE      := go tool -modfile=$(TOOLS_MOD) kustomize
 export KUBEBUILDER_ASSETS := $(BIN)
 # Generated files, compared by `make verify`.
-GENERATED   := api/v1alpha1/zz_generated.deepcopy.go config/crd config/rbac/role.yaml
+GENERATED   := api/v1alpha1/zz_generated.deepcopy.go config/crd config/rbac/role.yaml \
+	config/grafana/unitlet-agent.json config/prometheus/prometheusrule.yaml config/argocd/argocd-cm.yaml
 FUZZTIME    ?= 10s
 
 .PHONY: all
@@ -29,8 +30,12 @@ manifests: ## Generate CRDs and the agent's ClusterRole from markers.
 generate: ## Generate DeepCopy methods.
 	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./api/..."
 
+.PHONY: dashboards
+dashboards: ## Regenerate the Grafana dashboard, the PrometheusRule and the argocd-cm snippet.
+	go generate ./config/grafana ./config/prometheus ./config/argocd
+
 .PHONY: verify
-verify: manifests generate ## Fail when generated files are stale.
+verify: manifests generate dashboards ## Fail when generated files are stale.
 	@if [ -n "$$(git status --porcelain -- $(GENERATED))" ]; then \
 		echo "generated files are stale; run 'make manifests generate' and commit:"; \
 		git status --porcelain -- $(GENERATED); git diff --stat -- $(GENERATED); exit 1; fi
@@ -47,8 +52,9 @@ control-plane: ## Build kube-apiserver, etcd and kubectl from source into bin/ (
 	hack/build-control-plane.sh
 
 .PHONY: deps
-deps: ## Install the Debian packages tests need (systemd, dbus, openssl) when missing.
+deps: ## Install the Debian packages tests need (systemd, dbus, openssl, nginx, prometheus) when missing.
 	hack/deps.sh
+	hack/prometheus-tests.sh --install
 
 ##@ Test
 

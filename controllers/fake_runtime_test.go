@@ -38,17 +38,35 @@ func (f *fakeRuntime) record(format string, args ...any) {
 	f.calls = append(f.calls, fmt.Sprintf(format, args...))
 }
 
-// Calls returns the recorded calls about one instance, in order.
+// Calls returns the recorded calls about one instance in the order they
+// were first made. Repeats are left out: every runtime call is idempotent
+// and a reconcile reading a cache older than its last write may repeat one
+// (a second start is the exception, and TestNoDoubleStart counts those).
 func (f *fakeRuntime) Calls(name string) []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var out []string
+	seen := map[string]bool{}
 	for _, c := range f.calls {
-		if fields := strings.Fields(c); len(fields) > 1 && strings.HasPrefix(fields[1], name+"/") {
+		if fields := strings.Fields(c); len(fields) > 1 && strings.HasPrefix(fields[1], name+"/") && !seen[c] {
+			seen[c] = true
 			out = append(out, c)
 		}
 	}
 	return out
+}
+
+// Count is how often exactly call was made.
+func (f *fakeRuntime) Count(call string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, c := range f.calls {
+		if c == call {
+			n++
+		}
+	}
+	return n
 }
 
 func (f *fakeRuntime) set(fn func(f *fakeRuntime)) {

@@ -23,6 +23,7 @@ import (
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
 	"github.com/unitlet/unitlet/internal/hostgate"
+	"github.com/unitlet/unitlet/internal/metrics"
 	"github.com/unitlet/unitlet/runtime/node"
 	"github.com/unitlet/unitlet/runtime/outcome"
 )
@@ -77,6 +78,7 @@ func (r *GenerationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		if err := r.Client.Status().Patch(ctx, gen, client.MergeFrom(before)); err != nil && !apierrors.IsNotFound(err) {
 			retErr = joinErr(retErr, fmt.Errorf("patch generation status: %w", err))
 		}
+		r.countPhases(ctx)
 	}()
 
 	if stopping {
@@ -129,14 +131,17 @@ func (r *GenerationReconciler) start(ctx context.Context, inst *v1.Instance, gen
 		host = inst.Spec.Host
 	}
 	gen.Status.Phase = v1.PhaseStarting
+	began := r.Clock.Now()
 	res := r.Runtime.Start(ctx, node.StartRequest{
 		Ref: refOf(gen), Host: host, Command: t.Command, Args: t.Args,
 		SpecEnv: specEnv(t), RefEnv: refs, WorkingDir: t.WorkingDir, User: t.User,
 		Tier: tierOf(t.Tier), Parent: tierOf(t.Tier), Grace: r.Grace,
 	})
+	metrics.ObserveStart(res.Start.Kind.String(), r.Clock.Since(began))
 	kv := []any{"generation", gen.Spec.Number, "outcome", res.Start.Kind.String()}
 	for _, s := range res.Steps {
 		kv = append(kv, s.Name, s.Duration.String())
+		metrics.ObservePrepareStep(s.Name, s.Duration)
 	}
 	log.Info("prepared and started", kv...)
 	gen.Status.Unit, gen.Status.Cgroup = res.Unit, res.Cgroup
@@ -250,7 +255,9 @@ func (r *GenerationReconciler) retire(ctx context.Context, gen *v1.Generation) (
 		}
 		// Always prove, even for a generation never seen started: a start
 		// may have been handed off just before a crash lost its record.
+		began := r.Clock.Now()
 		kill := r.Runtime.Retire(ctx, refOf(gen), r.Grace)
+		metrics.ObserveKill(kill.Proven, string(kill.Reason), r.Clock.Since(began))
 		if !kill.Proven {
 			reason := string(kill.Reason)
 			r.setCondition(gen, v1.ConditionTerminated, metav1.ConditionFalse, reason, kill.Err().Error())
@@ -269,6 +276,19 @@ func (r *GenerationReconciler) retire(ctx context.Context, gen *v1.Generation) (
 		}
 	}
 	return ctrl.Result{}, nil
+}
+
+// countPhases publishes this node's Generations by phase, from the cache.
+func (r *GenerationReconciler) countPhases(ctx context.Context) {
+	var list v1.GenerationList
+	if err := r.Client.List(ctx, &list); err != nil {
+		return
+	}
+	counts := map[string]int{}
+	for _, g := range list.Items {
+		counts[string(g.Status.Phase)]++
+	}
+	metrics.SetGenerationPhases(counts)
 }
 
 func (r *GenerationReconciler) setCondition(gen *v1.Generation, typ string, status metav1.ConditionStatus, reason, msg string) {

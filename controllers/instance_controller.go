@@ -18,6 +18,7 @@ import (
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
 	"github.com/unitlet/unitlet/internal/hostgate"
+	"github.com/unitlet/unitlet/internal/metrics"
 	"github.com/unitlet/unitlet/runtime/node"
 )
 
@@ -43,6 +44,9 @@ type InstanceReconciler struct {
 func (r *InstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
 	inst := &v1.Instance{}
 	if err := r.Client.Get(ctx, req.NamespacedName, inst); err != nil {
+		if apierrors.IsNotFound(err) {
+			metrics.DeleteInstance(req.Namespace, req.Name)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if inst.Spec.NodeName != r.NodeName {
@@ -58,6 +62,11 @@ func (r *InstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_
 		computeInstanceStatus(inst, gens, s.note, retErr == nil)
 		if err := r.Client.Status().Patch(ctx, inst, client.MergeFrom(before)); err != nil && !apierrors.IsNotFound(err) {
 			retErr = joinErr(retErr, fmt.Errorf("patch instance status: %w", err))
+		}
+		if controllerutil.ContainsFinalizer(inst, v1.Finalizer) {
+			metrics.SetInstanceConditions(inst.Namespace, inst.Name, inst.Status.Conditions)
+		} else {
+			metrics.DeleteInstance(inst.Namespace, inst.Name)
 		}
 	}()
 

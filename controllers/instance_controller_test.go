@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -54,6 +55,11 @@ func TestApplyBecomesReady(t *testing.T) {
 	if got := kstatusOf(t, inst); got != status.CurrentStatus {
 		t.Errorf("kstatus = %s, want Current", got)
 	}
+	eventually(t, "condition metrics", func() (bool, string) {
+		want := []string{"KillUnproven=False", "Ready=True", "StartUncertain=False"}
+		got := conditionSeries(t, "apply")
+		return cmp.Diff(want, got) == "", cmp.Diff(want, got)
+	})
 	g := getGeneration(t, "apply", 1)
 	want := map[string]string{v1.ConditionStarted: "True/Running", v1.ConditionReady: "True/ProbeSucceeded", v1.ConditionPrepared: "True/Prepared"}
 	got := map[string]string{}
@@ -256,11 +262,27 @@ func TestDeleteReleasesLease(t *testing.T) {
 		err := k8s.Get(context.Background(), client.ObjectKeyFromObject(inst), &v1.Instance{})
 		return apierrors.IsNotFound(err), "present"
 	})
+	eventually(t, "series of the deleted Instance removed", func() (bool, string) {
+		got := conditionSeries(t, "gone")
+		return len(got) == 0, fmt.Sprint(got)
+	})
 	want := []string{"start gone/g1", "promote gone/g1", "retire gone/g1", "remove gone/all"}
 	if diff := cmp.Diff(want, fake.Calls("gone")); diff != "" {
 		t.Errorf("calls (-want,+got):\n%s", diff)
 	}
 	if getGeneration(t, "gone", 1) != nil {
 		t.Error("generation left behind")
+	}
+}
+
+// TestNoDoubleStart: however often the reconcilers run, each generation
+// is handed to the runtime once.
+func TestNoDoubleStart(t *testing.T) {
+	for _, name := range []string{"apply", "overlap", "replace", "crash", "sleepy"} {
+		for n := 1; n <= 3; n++ {
+			if c := fake.Count(fmt.Sprintf("start %s/g%d", name, n)); c > 1 {
+				t.Errorf("%s generation %d started %d times", name, n, c)
+			}
+		}
 	}
 }

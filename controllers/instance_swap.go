@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
+	"github.com/unitlet/unitlet/internal/metrics"
 	"github.com/unitlet/unitlet/runtime/node"
 )
 
@@ -134,6 +135,7 @@ func (s *swap) advance(ctx context.Context) (ctrl.Result, error) {
 		if err := s.r.retireGeneration(ctx, s.inst, latest, RetiredSwapAborted); err != nil {
 			return ctrl.Result{}, err
 		}
+		metrics.ObserveSwap(string(s.inst.Spec.Strategy), "Aborted", s.r.Clock.Since(latest.CreationTimestamp.Time))
 		s.r.event(s.inst, corev1.EventTypeWarning, v1.ReasonSwapAborted, "Swap", "generation %d failed to start; generation %d keeps serving",
 			latest.Spec.Number, s.inst.Status.ActiveGeneration)
 		s.note = note{reason: v1.ReasonSwapAborted, stalled: true, msg: fmt.Sprintf("generation %d failed: %s", latest.Spec.Number, failure(latest))}
@@ -147,6 +149,7 @@ func (s *swap) advance(ctx context.Context) (ctrl.Result, error) {
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("promote generation %d: %w", latest.Spec.Number, err)
 	}
+	metrics.ObserveSwap(string(s.inst.Spec.Strategy), "Promoted", s.r.Clock.Since(latest.CreationTimestamp.Time))
 	s.inst.Status.ActiveGeneration, s.inst.Status.Socket = latest.Spec.Number, sock
 	s.r.event(s.inst, corev1.EventTypeNormal, "Promoted", "Swap", "generation %d now serves %s", latest.Spec.Number, sock)
 	if active != nil {

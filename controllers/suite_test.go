@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
@@ -174,4 +176,31 @@ func updateInstance(t *testing.T, name string, mutate func(*v1.Instance)) {
 		err := k8s.Update(context.Background(), i)
 		return err == nil, fmt.Sprint(err)
 	})
+}
+
+// conditionSeries returns the unitlet_instance_condition samples of one
+// Instance that are 1, as "Type=Status".
+func conditionSeries(t *testing.T, name string) []string {
+	t.Helper()
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, f := range families {
+		if f.GetName() != "unitlet_instance_condition" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["instance"] == name && m.GetGauge().GetValue() == 1 {
+				out = append(out, labels["type"]+"="+labels["status"])
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
 }

@@ -7,6 +7,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/unitlet/unitlet/controllers"
+	"github.com/unitlet/unitlet/internal/metrics"
 )
 
 // stopGrace is how long a retiring generation has between SIGTERM and
@@ -23,6 +24,7 @@ func setupHosting(mgr ctrl.Manager, opts Options) error {
 		return fmt.Errorf("node runtime: %w", err)
 	}
 	log.Info("node runtime ready", "unitBackend", backend)
+	metrics.SetAgentInfo(opts.NodeName, Version, backend)
 	recorder := mgr.GetEventRecorder("unitlet-agent")
 	if err := (&controllers.InstanceReconciler{
 		Client: mgr.GetClient(), Runtime: rt, NodeName: opts.NodeName, Recorder: recorder, Gate: opts.Gate,

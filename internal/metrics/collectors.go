@@ -52,7 +52,7 @@ func newCollectors() *collectors {
 		}, []string{"namespace", "instance", "type", "status"}),
 		instanceSuspended: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: NameInstanceSuspended,
-			Help: "1 while an Instance is not Ready only because it is suspended (Ready's reason is Suspended), so alerts can leave it out.",
+			Help: "1 while an Instance is suspended or suspending (Ready's reason is Suspended), so alerts can leave it out.",
 		}, []string{"namespace", "instance"}),
 		generations: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: NameGenerations,

@@ -163,7 +163,8 @@ func TestInstanceSuspended(t *testing.T) {
 		ready metav1.Condition
 		want  float64
 	}{
-		{"suspended", metav1.Condition{Type: "Ready", Status: "False", Reason: "Suspended"}, 1},
+		{"suspending", metav1.Condition{Type: "Ready", Status: "False", Reason: "Suspended"}, 1},
+		{"suspended", metav1.Condition{Type: "Ready", Status: "True", Reason: "Suspended"}, 1},
 		{"not ready for another reason", metav1.Condition{Type: "Ready", Status: "False", Reason: "KillUnproven"}, 0},
 		{"ready", metav1.Condition{Type: "Ready", Status: "True", Reason: "Reconciled"}, 0},
 	}

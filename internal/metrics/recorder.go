@@ -91,7 +91,7 @@ func (r *recorder) setInstanceConditions(namespace, name string, conds []metav1.
 	suspended := 0.0
 	for _, cond := range conds {
 		now[cond.Type] = true
-		if cond.Type == v1alpha1.ConditionReady && cond.Status == metav1.ConditionFalse && cond.Reason == v1alpha1.ReasonSuspended {
+		if cond.Type == v1alpha1.ConditionReady && cond.Reason == v1alpha1.ReasonSuspended {
 			suspended = 1
 		}
 		current := cond.Status
