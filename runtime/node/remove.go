@@ -69,6 +69,10 @@ func (n *Node) Remove(ctx context.Context, inst InstanceRef) error {
 		if err := m.Remove(); err != nil {
 			return fmt.Errorf("node: remove cgroup %s: %w", li.Cgroup(), err)
 		}
+	} else if pr, ok := n.cfg.Backend.(parentRemover); ok {
+		if err := pr.RemoveParent(ctx, li); err != nil {
+			return fmt.Errorf("node: remove parent of %s/%s: %w", inst.Namespace, inst.Name, err)
+		}
 	}
 	// Let go of everything held for the instance before its sockets go.
 	n.mu.Lock()

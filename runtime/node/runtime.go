@@ -63,6 +63,12 @@ type parentLimiter interface {
 	SetParentLimit(ctx context.Context, inst layout.Instance, t cgroups.Tier) error
 }
 
+// parentRemover is the systemd backend's way to remove the instance's
+// slice (and so its cgroup) once every unit in it is gone.
+type parentRemover interface {
+	RemoveParent(ctx context.Context, inst layout.Instance) error
+}
+
 // managerSource is the direct backend's shared cgroup managers.
 type managerSource interface {
 	Manager(inst layout.Instance) (cgroups.Manager, error)

@@ -228,3 +228,37 @@ func (b *Systemd) setSlice(ctx context.Context, c *sddbus.Conn, slice string, t 
 	}
 	return nil
 }
+
+// ErrSliceBusy refuses RemoveParent while the slice holds processes:
+// stopping it would kill them with no proof.
+var ErrSliceBusy = errors.New("units: instance slice still holds processes")
+
+// RemoveParent stops the instance's slice, so systemd removes its cgroup
+// (a transient slice stays active, cgroup and all, after its last unit is
+// gone). Call it only once every unit of the instance is proven gone; it
+// refuses with ErrSliceBusy while the slice's cgroup holds a process. A
+// slice the manager does not know is removed.
+func (b *Systemd) RemoveParent(ctx context.Context, inst layout.Instance) error {
+	c, err := b.connection(ctx)
+	if err != nil {
+		return err
+	}
+	slice := inst.SliceName()
+	st, err := b.observeSlice(ctx, c, slice)
+	if err != nil {
+		return fmt.Errorf("units: read slice %s: %w", slice, err)
+	}
+	if !st.active {
+		return nil
+	}
+	if st.cgroup != "" {
+		n, err := populated(b.cfg.CgroupDirs(st.cgroup))
+		if err != nil {
+			return fmt.Errorf("units: read cgroup of %s: %w", slice, err)
+		}
+		if n > 0 {
+			return fmt.Errorf("%w: %s has %d", ErrSliceBusy, slice, n)
+		}
+	}
+	return stopUnit(ctx, c, slice)
+}

@@ -2,7 +2,9 @@ package units
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -177,5 +179,51 @@ func TestSystemdRoleUnitSharesTheSlice(t *testing.T) {
 	}
 	if st, err := b.Observe(ctx, g1); err != nil || st.Gone() {
 		t.Errorf("generation 1 after the sidecar's proof: %+v %v, want running", st, err)
+	}
+}
+
+// RemoveParent refuses while the slice holds a process, then stops the
+// slice so its cgroup goes, and is safe to repeat.
+func TestSystemdRemoveParent(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	env := newSDEnv(t)
+	b := env.backend(t, 5*time.Second)
+	p := env.proc(t, "removeparent", 1, "/bin/sleep", "1000")
+	if got := b.Start(ctx, Spec{Proc: p}); got.Kind != outcome.Running {
+		t.Fatalf("start: %v (%v)", got.Kind, got.Cause)
+	}
+	t.Cleanup(func() { b.Prove(context.Background(), p) })
+	st, err := b.Observe(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sliceDirs := env.config(time.Second, t).CgroupDirs(filepath.Dir(st.Cgroup))
+
+	if err := b.RemoveParent(ctx, p.Instance()); !errors.Is(err, ErrSliceBusy) {
+		t.Fatalf("RemoveParent with a running unit = %v, want ErrSliceBusy", err)
+	}
+	if got, err := b.Observe(ctx, p); err != nil || got.Gone() {
+		t.Fatalf("a refused RemoveParent touched the unit: %+v, %v", got, err)
+	}
+	if k := b.Prove(ctx, p); !k.Proven {
+		t.Fatalf("prove: %v", k.Err())
+	}
+	for i := range 2 {
+		if err := b.RemoveParent(ctx, p.Instance()); err != nil {
+			t.Fatalf("RemoveParent #%d after the proof: %v", i+1, err)
+		}
+	}
+	up, err := env.conn(t).GetUnitPropertiesContext(ctx, p.Instance().SliceName())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff("inactive", up["ActiveState"]); diff != "" {
+		t.Errorf("slice state (-want,+got):\n%s", diff)
+	}
+	for _, d := range sliceDirs {
+		if _, err := os.Stat(d); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("slice cgroup %s still there (%v)", d, err)
+		}
 	}
 }
