@@ -11,6 +11,7 @@ import (
 	"github.com/unitlet/unitlet/runtime/cgroups"
 	"github.com/unitlet/unitlet/runtime/node"
 	"github.com/unitlet/unitlet/runtime/outcome"
+	"github.com/unitlet/unitlet/runtime/units"
 )
 
 // fakeRuntime injects what a real node cannot be made to show on demand:
@@ -23,13 +24,14 @@ type fakeRuntime struct {
 	probe    map[node.Ref]error             // default ready
 	unproven map[node.Ref]outcome.KillReason
 	running  map[node.Ref]bool
+	exits    map[node.Ref]*units.Exit
 	events   chan node.Ref
 }
 
 func newFakeRuntime() *fakeRuntime {
 	return &fakeRuntime{
 		start: map[node.Ref]outcome.StartKind{}, probe: map[node.Ref]error{},
-		unproven: map[node.Ref]outcome.KillReason{}, running: map[node.Ref]bool{},
+		unproven: map[node.Ref]outcome.KillReason{}, running: map[node.Ref]bool{}, exits: map[node.Ref]*units.Exit{},
 		events: make(chan node.Ref, 64),
 	}
 }
@@ -78,7 +80,8 @@ func (f *fakeRuntime) set(fn func(f *fakeRuntime)) {
 func (f *fakeRuntime) Start(_ context.Context, req node.StartRequest) node.StartResult {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.record("start %s/g%d", req.Name, req.Generation)
+	f.record("start %s/%s", req.Name, slot(req.Ref))
+	delete(f.exits, req.Ref)
 	kind, ok := f.start[req.Ref]
 	if !ok {
 		kind = outcome.Running
@@ -103,6 +106,8 @@ func (f *fakeRuntime) Observe(_ context.Context, ref node.Ref) (node.State, erro
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	st := node.State{Populated: f.running[ref]}
+	st.Exit = f.exits[ref]
+	st.Loaded = f.running[ref] || st.Exit != nil
 	if f.running[ref] {
 		st.ActiveState = "active"
 		st.MainPID = 4242
@@ -121,18 +126,19 @@ func (f *fakeRuntime) Probe(_ context.Context, ref node.Ref, _ node.Readiness) e
 func (f *fakeRuntime) Promote(_ context.Context, ref node.Ref) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.record("promote %s/g%d", ref.Name, ref.Generation)
+	f.record("promote %s/%s", ref.Name, slot(ref))
 	return "/run/unitlet/" + ref.Namespace + "/" + ref.Name + "/app.sock", nil
 }
 
 func (f *fakeRuntime) Retire(_ context.Context, ref node.Ref, _ time.Duration) outcome.Kill {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.record("retire %s/g%d", ref.Name, ref.Generation)
+	f.record("retire %s/%s", ref.Name, slot(ref))
 	if reason, ok := f.unproven[ref]; ok {
 		return outcome.Unproven(reason, errors.New("injected: cgroup still populated"))
 	}
 	f.running[ref] = false
+	delete(f.exits, ref)
 	return outcome.ProvenKill()
 }
 
@@ -166,3 +172,20 @@ func (f *fakeRuntime) StableSocket(inst node.InstanceRef) (string, error) {
 }
 
 var _ node.Runtime = &fakeRuntime{}
+
+// slot names a Ref in recorded calls: g<n> for a generation, else the role.
+func slot(r node.Ref) string {
+	if r.Generation > 0 {
+		return fmt.Sprintf("g%d", r.Generation)
+	}
+	return string(r.Role)
+}
+
+// exit makes a running slot exit with code and tells the reconcilers.
+func (f *fakeRuntime) exit(ref node.Ref, code int) {
+	f.mu.Lock()
+	f.running[ref] = false
+	f.exits[ref] = &units.Exit{Result: "exit-code", Code: code}
+	f.mu.Unlock()
+	f.events <- ref
+}

@@ -44,6 +44,9 @@ type GenerationReconciler struct {
 	Grace time.Duration
 	// ProbeInterval is how often a starting generation is probed.
 	ProbeInterval time.Duration
+	// RoleEvents receives the runtime's events about seed and sidecar
+	// slots, for the Instance reconciler.
+	RoleEvents chan<- event.TypedGenericEvent[*v1.Instance]
 
 	// handedOff remembers each start this process handed to the runtime,
 	// by Generation UID, so a reconcile that reads a cache older than its
@@ -315,7 +318,7 @@ func (r *GenerationReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.Gate = hostgate.Always{}
 	}
 	events := make(chan event.TypedGenericEvent[*v1.Generation], 64)
-	go forwardEvents(r.Runtime.Events(), events)
+	go forwardEvents(r.Runtime.Events(), events, r.RoleEvents)
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1.Generation{}).
 		WatchesRawSource(source.Channel(events, &handler.TypedEnqueueRequestForObject[*v1.Generation]{})).
@@ -324,10 +327,15 @@ func (r *GenerationReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
-// forwardEvents turns runtime slot events into Generation wake-ups.
-func forwardEvents(in <-chan node.Ref, out chan<- event.TypedGenericEvent[*v1.Generation]) {
+// forwardEvents turns runtime slot events into Generation wake-ups, and
+// role slot events into Instance wake-ups when roles is set.
+func forwardEvents(in <-chan node.Ref, out chan<- event.TypedGenericEvent[*v1.Generation], roles chan<- event.TypedGenericEvent[*v1.Instance]) {
 	for ref := range in {
 		if ref.Generation == 0 {
+			if roles != nil {
+				inst := &v1.Instance{ObjectMeta: metav1.ObjectMeta{Namespace: ref.Namespace, Name: ref.Name}}
+				roles <- event.TypedGenericEvent[*v1.Instance]{Object: inst}
+			}
 			continue
 		}
 		g := &v1.Generation{ObjectMeta: metav1.ObjectMeta{

@@ -88,3 +88,10 @@ func joinErr(a, b error) error { return errors.Join(a, b) }
 
 // nodeRuntime is node.Runtime, named here so tests can hand in a fake.
 type nodeRuntime = node.Runtime
+
+func exitText(e *units.Exit) string {
+	if e == nil {
+		return "no exit record"
+	}
+	return describeExit(e)
+}

@@ -15,6 +15,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
 	"github.com/unitlet/unitlet/internal/hostgate"
@@ -34,6 +37,9 @@ type InstanceReconciler struct {
 	Recorder events.EventRecorder
 	Clock    clock.PassiveClock
 	Gate     hostgate.Gate
+	// RoleEvents wakes an Instance when its seed or sidecar changed; the
+	// Generation reconciler feeds it from the runtime's events.
+	RoleEvents <-chan event.TypedGenericEvent[*v1.Instance]
 }
 
 // +kubebuilder:rbac:groups=hosting.unitlet.dev,resources=instances,verbs=get;list;watch;update;patch
@@ -89,6 +95,9 @@ func (r *InstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_
 	if inst.Spec.Suspend {
 		return s.suspend(ctx)
 	}
+	if ok, res, err := s.ensureSeed(ctx); !ok || err != nil {
+		return res, err
+	}
 	if err := s.ensureLatest(ctx); err != nil {
 		if errors.Is(err, errWait) {
 			return ctrl.Result{}, nil // a Generation's change wakes us
@@ -127,10 +136,13 @@ func (r *InstanceReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Gate == nil {
 		r.Gate = hostgate.Always{}
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		For(&v1.Instance{}).
-		Owns(&v1.Generation{}).
-		Named("instance").
+		Owns(&v1.Generation{})
+	if r.RoleEvents != nil {
+		b = b.WatchesRawSource(source.Channel(r.RoleEvents, &handler.TypedEnqueueRequestForObject[*v1.Instance]{}))
+	}
+	return b.Named("instance").
 		WithOptions(controllerOptions()).
 		Complete(r)
 }

@@ -266,7 +266,7 @@ func TestDeleteReleasesLease(t *testing.T) {
 		got := conditionSeries(t, "gone")
 		return len(got) == 0, fmt.Sprint(got)
 	})
-	want := []string{"start gone/g1", "promote gone/g1", "retire gone/g1", "remove gone/all"}
+	want := []string{"start gone/g1", "promote gone/g1", "retire gone/g1", "retire gone/seed", "retire gone/sidecar", "remove gone/all"}
 	if diff := cmp.Diff(want, fake.Calls("gone")); diff != "" {
 		t.Errorf("calls (-want,+got):\n%s", diff)
 	}

@@ -33,11 +33,14 @@ func computeInstanceStatus(inst *v1.Instance, gens []*v1.Generation, n note, ok 
 	} else {
 		set(v1.ConditionStartUncertain, metav1.ConditionFalse, "Certain", "every start's outcome is known")
 	}
-	if unproven != nil {
+	switch {
+	case unproven != nil:
 		c := meta.FindStatusCondition(unproven.Status.Conditions, v1.ConditionTerminated)
 		set(v1.ConditionKillUnproven, metav1.ConditionTrue, c.Reason,
 			fmt.Sprintf("generation %d: %s", unproven.Spec.Number, c.Message))
-	} else {
+	case n.unproven:
+		set(v1.ConditionKillUnproven, metav1.ConditionTrue, n.reason, n.msg)
+	default:
 		set(v1.ConditionKillUnproven, metav1.ConditionFalse, v1.ReasonProven, "every retired generation is proven gone")
 	}
 
@@ -65,8 +68,8 @@ func computeInstanceStatus(inst *v1.Instance, gens []*v1.Generation, n note, ok 
 	}
 
 	switch {
-	case unproven != nil:
-		set(v1.ConditionReady, metav1.ConditionFalse, v1.ConditionKillUnproven, "a retired generation is not proven gone")
+	case unproven != nil || n.unproven:
+		set(v1.ConditionReady, metav1.ConditionFalse, v1.ConditionKillUnproven, "a retired unit is not proven gone")
 	case uncertain != nil:
 		set(v1.ConditionReady, metav1.ConditionFalse, v1.ConditionStartUncertain, "a start may or may not have run")
 	case inst.Spec.Suspend && reconciling:

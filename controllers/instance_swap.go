@@ -20,6 +20,7 @@ type note struct {
 	reason, msg string
 	reconciling bool // work under way: a swap, a retirement, a deletion
 	stalled     bool // cannot progress without a change to the spec
+	unproven    bool // a role's kill is not proven (reason in reason)
 }
 
 // swap holds one reconcile of an Instance and its Generations.
@@ -129,6 +130,9 @@ func (s *swap) advance(ctx context.Context) (ctrl.Result, error) {
 		return ctrl.Result{}, nil
 	}
 	if latest == active {
+		if err := s.ensureSidecar(ctx); err != nil {
+			return ctrl.Result{}, err
+		}
 		return s.settle(ctx)
 	}
 	if failed(latest) {
@@ -188,6 +192,9 @@ func (s *swap) suspend(ctx context.Context) (ctrl.Result, error) {
 		s.progress(v1.ReasonSuspended, "suspending: waiting for every generation to be proven gone")
 		return ctrl.Result{}, nil
 	}
+	if gone, err := s.retireRoles(ctx); !gone || err != nil {
+		return ctrl.Result{}, err
+	}
 	s.inst.Status.ActiveGeneration = 0
 	s.note = note{reason: v1.ReasonSuspended, msg: "suspended: no generation runs"}
 	return ctrl.Result{}, nil
@@ -215,6 +222,9 @@ func (s *swap) finalize(ctx context.Context) (ctrl.Result, error) {
 	if len(s.gens) > 0 {
 		s.progress("Deleting", "waiting for %d generations to be deleted", len(s.gens))
 		return ctrl.Result{}, nil
+	}
+	if gone, err := s.retireRoles(ctx); !gone || err != nil {
+		return ctrl.Result{}, err
 	}
 	if err := s.r.Runtime.Remove(ctx, s.ref()); err != nil {
 		return ctrl.Result{}, fmt.Errorf("remove instance from the node: %w", err)

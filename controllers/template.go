@@ -25,6 +25,8 @@ const (
 	// AnnotationRetiredBecause says why a Generation was retired:
 	// Superseded, Suspended, SwapAborted or Deleted.
 	AnnotationRetiredBecause = "hosting.unitlet.dev/retired-because"
+	// AnnotationSeeded records when the Instance's seed role succeeded.
+	AnnotationSeeded = "hosting.unitlet.dev/seeded"
 )
 
 // Why a Generation was retired.

@@ -62,9 +62,9 @@ type Template struct {
 	Seed *Role `json:"seed,omitempty"`
 
 	// Sidecars are processes started with the first generation and kept
-	// running beside it.
+	// running beside it. One for now: the node keys role units by role.
 	// +optional
-	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:MaxItems=1
 	// +listType=map
 	// +listMapKey=name
 	Sidecars []Sidecar `json:"sidecars,omitempty"`

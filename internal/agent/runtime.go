@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/user"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	sddbus "github.com/coreos/go-systemd/v22/dbus"
@@ -53,10 +55,26 @@ func newRuntime(opts Options, log logr.Logger) (*node.Node, string, error) {
 		return nil, "", fmt.Errorf("%s backend: %w", name, err)
 	}
 	n, err := node.New(node.Config{
-		Layout: lay, Backend: backend, SocketGID: -1, AppUID: -1, Exe: exe, Log: log,
+		Layout: lay, Backend: backend, SocketGID: socketGID(opts.SocketGroup, log), AppUID: -1, Exe: exe, Log: log,
 		LogMaxBytes: 8 << 20, LogKeep: 3,
 	})
 	return n, name, err
+}
+
+// socketGID is the socket group's id, or -1 (root keeps the run dirs)
+// when the group does not exist; the guard reports that case.
+func socketGID(group string, log logr.Logger) int {
+	if group == "" {
+		return -1
+	}
+	g, err := user.LookupGroup(group)
+	if err == nil {
+		if gid, err := strconv.Atoi(g.Gid); err == nil {
+			return gid
+		}
+	}
+	log.Info("socket group not found: run dirs stay root's; a proxy must run as root to connect", "group", group)
+	return -1
 }
 
 // hostCgroupDirs maps a cgroup as systemd names it to its directory in

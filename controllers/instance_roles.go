@@ -1,0 +1,145 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/unitlet/unitlet/api/v1alpha1"
+	"github.com/unitlet/unitlet/runtime/layout"
+	"github.com/unitlet/unitlet/runtime/node"
+	"github.com/unitlet/unitlet/runtime/outcome"
+)
+
+// roleWait is how soon a running seed is looked at again should its exit
+// event be lost; the event normally comes first.
+const roleWait = 5 * time.Second
+
+func (s *swap) roleRef(r layout.Role) node.Ref {
+	return node.Ref{InstanceRef: s.ref(), Role: r}
+}
+
+func (s *swap) roleRequest(r layout.Role, role v1.Role) node.StartRequest {
+	t := &s.inst.Spec.Template
+	return node.StartRequest{
+		Ref: s.roleRef(r), Host: s.inst.Spec.Host, Command: role.Command, Args: role.Args,
+		SpecEnv: specEnv(t), WorkingDir: t.WorkingDir, User: t.User,
+		Parent: tierOf(t.Tier), Grace: time.Second,
+	}
+}
+
+// ensureSeed runs the seed role once, before the first generation. It
+// reports whether the first generation may start; a failed seed stalls
+// the Instance with its exit until the spec changes.
+func (s *swap) ensureSeed(ctx context.Context) (bool, ctrl.Result, error) {
+	seed := s.inst.Spec.Template.Seed
+	if seed == nil || len(s.gens) > 0 || s.inst.Annotations[AnnotationSeeded] != "" {
+		return true, ctrl.Result{}, nil
+	}
+	ref := s.roleRef(layout.RoleSeed)
+	st, err := s.r.Runtime.Observe(ctx, ref)
+	if err != nil {
+		return false, ctrl.Result{}, fmt.Errorf("observe seed: %w", err)
+	}
+	switch {
+	case st.Populated || st.ActiveState == "active" || st.ActiveState == "activating":
+		s.progress(v1.ReasonProgressing, "seed running")
+		return false, ctrl.Result{RequeueAfter: roleWait}, nil
+	case st.Exit != nil && st.Exit.Code == 0 && st.Exit.Signal == 0:
+		if kill := s.r.Runtime.Retire(ctx, ref, time.Second); !kill.Proven {
+			s.note = note{reason: string(kill.Reason), msg: "seed: " + kill.Err().Error(), unproven: true}
+			return false, ctrl.Result{}, kill.Err()
+		}
+		if err := s.markSeeded(ctx); err != nil {
+			return false, ctrl.Result{}, err
+		}
+		s.r.event(s.inst, corev1.EventTypeNormal, "Seeded", "Seed", "seed finished")
+		return true, ctrl.Result{}, nil
+	case st.Exit != nil:
+		stalled := meta.FindStatusCondition(s.inst.Status.Conditions, v1.ConditionStalled)
+		if stalled == nil || stalled.Reason != v1.ReasonSeedFailed || stalled.ObservedGeneration == s.inst.Generation {
+			if stalled == nil || stalled.Reason != v1.ReasonSeedFailed {
+				s.r.event(s.inst, corev1.EventTypeWarning, v1.ReasonSeedFailed, "Seed", "seed failed: %s", describeExit(st.Exit))
+			}
+			s.note = note{reason: v1.ReasonSeedFailed, stalled: true,
+				msg: fmt.Sprintf("seed failed: %s; change the Instance to run it again", describeExit(st.Exit))}
+			return false, ctrl.Result{}, nil
+		}
+		// The spec changed since the seed failed: prove the failed run
+		// gone, then start the seed again.
+		if kill := s.r.Runtime.Retire(ctx, ref, time.Second); !kill.Proven {
+			s.note = note{reason: string(kill.Reason), msg: "seed: " + kill.Err().Error(), unproven: true}
+			return false, ctrl.Result{}, kill.Err()
+		}
+	}
+	res := s.r.Runtime.Start(ctx, s.roleRequest(layout.RoleSeed, *seed))
+	switch res.Start.Kind {
+	case outcome.NotStarted:
+		s.note = note{reason: v1.ReasonSeedFailed, stalled: true, msg: "seed not started: " + res.Start.Err().Error()}
+		return false, ctrl.Result{}, nil
+	case outcome.MayHaveRun, outcome.QueuedJobMayRun:
+		s.progress(res.Start.Kind.String(), "seed may have run: %v", res.Start.Err())
+	default:
+		s.progress(v1.ReasonProgressing, "seed started")
+	}
+	return false, ctrl.Result{RequeueAfter: roleWait}, nil
+}
+
+// markSeeded records on the Instance that its seed has run, so it never
+// runs again, whatever happens to the node's records.
+func (s *swap) markSeeded(ctx context.Context) error {
+	patch := client.MergeFrom(s.inst.DeepCopy())
+	if s.inst.Annotations == nil {
+		s.inst.Annotations = map[string]string{}
+	}
+	s.inst.Annotations[AnnotationSeeded] = s.r.Clock.Now().UTC().Format(time.RFC3339)
+	if err := s.r.Client.Patch(ctx, s.inst, patch); err != nil {
+		return fmt.Errorf("record the seed: %w", err)
+	}
+	return nil
+}
+
+// ensureSidecar keeps the sidecar running beside the serving generation,
+// restarting it (after proving the dead one gone) when it has died.
+func (s *swap) ensureSidecar(ctx context.Context) error {
+	t := &s.inst.Spec.Template
+	if len(t.Sidecars) == 0 {
+		return nil
+	}
+	ref := s.roleRef(layout.RoleSidecar)
+	st, err := s.r.Runtime.Observe(ctx, ref)
+	if err != nil {
+		return fmt.Errorf("observe sidecar: %w", err)
+	}
+	if st.Populated || st.ActiveState == "active" || st.ActiveState == "activating" {
+		return nil
+	}
+	if st.Exit != nil || st.Loaded {
+		if kill := s.r.Runtime.Retire(ctx, ref, time.Second); !kill.Proven {
+			return fmt.Errorf("sidecar: %w", kill.Err())
+		}
+		s.r.event(s.inst, corev1.EventTypeWarning, "SidecarRestarted", "Sidecar", "sidecar %s died (%s); starting it again",
+			t.Sidecars[0].Name, exitText(st.Exit))
+	}
+	res := s.r.Runtime.Start(ctx, s.roleRequest(layout.RoleSidecar, t.Sidecars[0].Role))
+	if res.Start.Kind == outcome.NotStarted {
+		return fmt.Errorf("sidecar %s not started: %w", t.Sidecars[0].Name, res.Start.Err())
+	}
+	return nil
+}
+
+// retireRoles proves the seed and sidecar slots gone (suspend, delete).
+func (s *swap) retireRoles(ctx context.Context) (bool, error) {
+	for _, r := range []layout.Role{layout.RoleSeed, layout.RoleSidecar} {
+		if kill := s.r.Runtime.Retire(ctx, s.roleRef(r), time.Second); !kill.Proven {
+			s.note = note{reason: string(kill.Reason), msg: fmt.Sprintf("%s: %v", r, kill.Err()), unproven: true, reconciling: true}
+			return false, nil
+		}
+	}
+	return true, nil
+}
