@@ -1,6 +1,7 @@
 package systemd
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
+	"github.com/unitlet/unitlet/runtime/units/record"
 )
 
 // load is what a client loop saw.
@@ -79,10 +81,7 @@ func TestOverlapSwap(t *testing.T) {
 		t.Fatalf("GET through %s = %q, %v", inst.Status.Socket, body, err)
 	}
 	c := busConn(t)
-	g1, err := li.Generation(1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g1 := proc(t, li, 1)
 	if load, active := unitState(t, c, g1.UnitName()); load != "loaded" || active != "active" {
 		t.Fatalf("generation 1 runs, yet systemd says %s is %s/%s", g1.UnitName(), load, active)
 	}
@@ -148,6 +147,23 @@ func TestReplaceSuspendDelete(t *testing.T) {
 
 	li := instanceLayout(t, inst.Name)
 	c := busConn(t)
+	// The same order to the microsecond, from systemd's side: generation
+	// 1's ExecStopPost (which runs inside its cgroup, so before the cgroup
+	// can be seen empty) wrote its exit record before 2's main process
+	// was started.
+	p1, p2 := proc(t, li, 1), proc(t, li, 2)
+	var exit1 record.Exit
+	if err := record.Read(li.ExitDir(), record.Name(p1, record.ExitSuffix), &exit1); err != nil {
+		t.Fatal(err)
+	}
+	sp, err := c.GetUnitTypePropertiesContext(context.Background(), p2.UnitName(), "Service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	started2, _ := sp["ExecMainStartTimestamp"].(uint64)
+	if exit1.By != "systemd" || started2 == 0 || !exit1.At.Before(time.UnixMicro(int64(started2))) {
+		t.Fatalf("Replace: generation 1's exit record %+v, generation 2's main process started at %d µs", exit1, started2)
+	}
 	cgroup := sliceCgroup(t, c, li)
 	if cgroup == "" || processesUnder(t, cgroup) == 0 {
 		t.Fatalf("serving, yet the slice %s (cgroup %q) holds no process", li.SliceName(), cgroup)
@@ -160,10 +176,7 @@ func TestReplaceSuspendDelete(t *testing.T) {
 		return c != nil && c.Reason == v1.ReasonSuspended && c.Status == "True", conditions(i.Status.Conditions)
 	})
 	for n := uint64(1); n <= 2; n++ {
-		p, err := li.Generation(n)
-		if err != nil {
-			t.Fatal(err)
-		}
+		p := proc(t, li, n)
 		if load, active := unitState(t, c, p.UnitName()); active != "inactive" {
 			t.Errorf("suspended, yet systemd says %s is %s/%s", p.UnitName(), load, active)
 		}
@@ -188,10 +201,7 @@ func TestReplaceSuspendDelete(t *testing.T) {
 		t.Errorf("after delete systemd still holds units of the instance: %v", us)
 	}
 	for n := uint64(1); n <= 3; n++ {
-		p, err := li.Generation(n)
-		if err != nil {
-			t.Fatal(err)
-		}
+		p := proc(t, li, n)
 		if load, active := unitState(t, c, p.UnitName()); active != "inactive" {
 			t.Errorf("after delete systemd says %s is %s/%s", p.UnitName(), load, active)
 		}

@@ -174,6 +174,16 @@ func instanceLayout(t *testing.T, name string) layout.Instance {
 	return li
 }
 
+// proc is generation n's process slot of li.
+func proc(t *testing.T, li layout.Instance, n uint64) layout.Proc {
+	t.Helper()
+	p, err := li.Generation(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // busConn is a D-Bus connection of the test's own to the booted systemd.
 func busConn(t *testing.T) *sddbus.Conn {
 	t.Helper()
