@@ -41,5 +41,8 @@ func setupHosting(mgr ctrl.Manager, opts Options) error {
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("generation controller: %w", err)
 	}
-	return nil
+	return mgr.Add(&controllers.Adopter{
+		Client: mgr.GetClient(), Cache: mgr.GetCache(), Runtime: rt, NodeName: opts.NodeName,
+		Recorder: recorder, Grace: stopGrace, Log: mgr.GetLogger().WithName("adopt"),
+	})
 }

@@ -95,7 +95,7 @@ func freePort(t *testing.T) string {
 }
 
 // startAgent runs bin/unitlet as node name until the test ends; at the end
-// every Instance it hosts must be gone, and its cgroups are swept.
+// its cgroups are swept.
 func startAgent(t *testing.T, name string) *agent {
 	t.Helper()
 	short := name + "-" + runID
@@ -105,32 +105,9 @@ func startAgent(t *testing.T, name string) *agent {
 		runRoot:    "/dev/shm/ule2e-" + short, // sockets need short paths
 		cgroupRoot: "unitlet-e2e-" + short,
 		logPath:    filepath.Join(t.TempDir(), "agent.log"),
-		probeAddr:  freePort(t),
-	}
-	logf, err := os.Create(a.logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.cmd = exec.Command(agentBinary(),
-		"--node-name", name, "--kubeconfig", kubeconfig,
-		"--state-root", a.stateRoot, "--run-root", a.runRoot, "--cgroup-root", a.cgroupRoot,
-		"--unit-backend", "direct", "--require-enrollment=false",
-		"--health-probe-bind-address", a.probeAddr, "--metrics-bind-address", "0")
-	a.cmd.Stdout, a.cmd.Stderr = logf, logf
-	if err := a.cmd.Start(); err != nil {
-		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = a.cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = a.cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(15 * time.Second):
-			_ = a.cmd.Process.Kill()
-			<-done
-		}
-		logf.Close()
+		a.stop(syscall.SIGTERM)
 		if t.Failed() {
 			if b, err := os.ReadFile(a.logPath); err == nil {
 				t.Logf("agent %s log (tail):\n%s", name, tail(string(b), 60))
@@ -138,7 +115,29 @@ func startAgent(t *testing.T, name string) *agent {
 		}
 		a.sweep(t)
 	})
-	eventually(t, "agent "+name+" healthy", 30*time.Second, func() (bool, string) {
+	a.launch(t)
+	return a
+}
+
+// launch starts the agent process (again, after a stop: same roots).
+func (a *agent) launch(t *testing.T) {
+	t.Helper()
+	logf, err := os.OpenFile(a.logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logf.Close()
+	a.probeAddr = freePort(t)
+	a.cmd = exec.Command(agentBinary(),
+		"--node-name", a.node, "--kubeconfig", kubeconfig,
+		"--state-root", a.stateRoot, "--run-root", a.runRoot, "--cgroup-root", a.cgroupRoot,
+		"--unit-backend", "direct", "--require-enrollment=false",
+		"--health-probe-bind-address", a.probeAddr, "--metrics-bind-address", "0")
+	a.cmd.Stdout, a.cmd.Stderr = logf, logf
+	if err := a.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "agent "+a.node+" healthy", 30*time.Second, func() (bool, string) {
 		resp, err := http.Get("http://" + a.probeAddr + "/readyz")
 		if err != nil {
 			return false, err.Error()
@@ -146,7 +145,24 @@ func startAgent(t *testing.T, name string) *agent {
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK, resp.Status
 	})
-	return a
+}
+
+// stop ends the agent process with sig (SIGKILL: as a crash would) and
+// waits for it; the units it started live on.
+func (a *agent) stop(sig syscall.Signal) {
+	if a.cmd == nil || a.cmd.Process == nil {
+		return
+	}
+	_ = a.cmd.Process.Signal(sig)
+	done := make(chan struct{})
+	go func() { _ = a.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		_ = a.cmd.Process.Kill()
+		<-done
+	}
+	a.cmd = nil
 }
 
 // sweep kills and removes whatever this agent's cgroup root still holds

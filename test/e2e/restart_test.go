@@ -1,0 +1,78 @@
+package e2e
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"syscall"
+
+	v1 "github.com/unitlet/unitlet/api/v1alpha1"
+	"github.com/unitlet/unitlet/runtime/layout"
+)
+
+// TestAgentRestart: an agent killed outright leaves its units running; the
+// next agent re-adopts what belongs to a known Generation (same process,
+// still serving) and kills, and proves gone, what belongs to nothing.
+func TestAgentRestart(t *testing.T) {
+	a := startAgent(t, "e2e-restart")
+	kept := sample(t, "hosting_v1alpha1_instance_replace.yaml", a.node)
+	kept.Name = "kept"
+	orphan := sample(t, "hosting_v1alpha1_instance_replace.yaml", a.node)
+	orphan.Name = "orphan"
+	for _, inst := range []*v1.Instance{kept, orphan} {
+		if err := k8s.Create(context.Background(), inst); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { deleteAndWait(t, "kept") })
+	waitServing(t, "kept", 1)
+	waitServing(t, "orphan", 1)
+	pid := getGeneration(t, "kept", 1).Status.MainPID
+
+	a.stop(syscall.SIGKILL)
+	// While no agent runs, the orphan's objects vanish without their lease:
+	// what the node runs for them now belongs to nothing.
+	forget(t, "orphan")
+	orphanCgroup := layout.InstanceCgroup(a.cgroupRoot, "default", "orphan")
+	if processesUnder(t, orphanCgroup) == 0 {
+		t.Fatal("the orphan's processes died with the agent: nothing to adopt")
+	}
+
+	a.launch(t)
+	eventually(t, "orphan killed and proven gone", 60*time.Second, func() (bool, string) {
+		return processesUnder(t, orphanCgroup) == 0, "processes remain"
+	})
+	inst := waitServing(t, "kept", 1)
+	if got := getGeneration(t, "kept", 1).Status.MainPID; got != pid {
+		t.Errorf("kept generation 1 runs as pid %d after the restart, was %d: restarted, not re-adopted", got, pid)
+	}
+	if body, err := unixGet(inst.Status.Socket, "/"); err != nil || body != "ledger ok\n" {
+		t.Fatalf("GET after restart = %q, %v", body, err)
+	}
+}
+
+// forget removes an Instance and its Generations from the API, finalizers
+// and all, as if they had been lost.
+func forget(t *testing.T, name string) {
+	t.Helper()
+	ctx := context.Background()
+	var gens v1.GenerationList
+	if err := k8s.List(ctx, &gens, client.InNamespace("default"), client.MatchingLabels{v1.LabelInstance: name}); err != nil {
+		t.Fatal(err)
+	}
+	objs := []client.Object{getInstance(t, name)}
+	for i := range gens.Items {
+		objs = append(objs, &gens.Items[i])
+	}
+	for _, o := range objs {
+		o.SetFinalizers(nil)
+		if err := k8s.Update(ctx, o); err != nil {
+			t.Fatalf("strip finalizers of %s: %v", o.GetName(), err)
+		}
+		if err := k8s.Delete(ctx, o); client.IgnoreNotFound(err) != nil {
+			t.Fatal(err)
+		}
+	}
+}
