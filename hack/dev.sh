@@ -104,11 +104,31 @@ up() {
   log "control plane up: export KUBECONFIG=$KUBECONFIG_FILE"
 }
 
+# sweep_instances kills what `make run`'s agent left running (its units
+# outlive the agent by design) and removes the dev cgroup root and roots.
+sweep_instances() {
+  local root="${DEV_CGROUP_ROOT:-unitlet-dev}" dirs=()
+  for h in /sys/fs/cgroup/*/ /sys/fs/cgroup/; do
+    [ -d "$h$root" ] && dirs+=("$h$root")
+  done
+  [ ${#dirs[@]} -eq 0 ] && { rm -rf "$DEV/run" "$DEV/state"; return; }
+  for _ in $(seq 20); do
+    pids="$(find "${dirs[@]}" -name cgroup.procs -exec cat {} + 2>/dev/null | sort -u)"
+    [ -z "$pids" ] && break
+    kill -9 $pids 2>/dev/null || true
+    sleep 0.1
+  done
+  find "${dirs[@]}" -depth -type d -exec rmdir {} + 2>/dev/null || true
+  rm -rf "$DEV/run" "$DEV/state"
+  log "dev instances stopped, cgroup root $root removed"
+}
+
 down() {
   stop_pid "$DEV/kube-apiserver.pid"
   stop_pid "$DEV/etcd.pid"
   rm -rf "$DEV/etcd" "$DEV/pki" "$KUBECONFIG_FILE" "$DEV"/*.log
   log "control plane stopped"
+  if [ -z "${DEV_KEEP_INSTANCES:-}" ]; then sweep_instances; fi
 }
 
 case "${1:-}" in
