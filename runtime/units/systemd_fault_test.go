@@ -148,13 +148,19 @@ func TestSystemdLostAnswers(t *testing.T) {
 			if !outcome.MightHaveRun(got.Err()) {
 				t.Errorf("MightHaveRun(%v) = false", got.Err())
 			}
-			// It did run: the manager got the call.
-			st, err := later.Observe(ctx, g2)
-			if err != nil {
-				t.Fatal(err)
+			// It did run: the manager got the call. Its start job may still
+			// be queued when first looked at, so look until it runs.
+			var st Status
+			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+				if st, err = later.Observe(ctx, g2); err != nil {
+					t.Fatal(err)
+				}
+				if !st.Gone() || time.Now().After(deadline) {
+					break
+				}
 			}
 			if st.Gone() {
-				t.Errorf("the unit whose answer was lost is not running: %+v", st)
+				t.Errorf("the unit whose answer was lost never ran: %+v", st)
 			}
 			if k := later.Prove(ctx, g2); !k.Proven {
 				t.Errorf("a later Prove did not resolve it: %v", k.Err())
