@@ -1,0 +1,76 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	v1 "github.com/unitlet/unitlet/api/v1alpha1"
+	"github.com/unitlet/unitlet/runtime/layout"
+)
+
+// TestSeedAndSidecar: the seed runs once, before the first generation, on
+// the real node; the sidecar runs beside the generation and is started
+// again when it dies.
+func TestSeedAndSidecar(t *testing.T) {
+	a := startAgent(t, "e2e-roles")
+	inst := sample(t, "hosting_v1alpha1_instance_replace.yaml", a.node)
+	inst.Name = "roles"
+	// The seed leaves a mark; the app refuses to serve without it, so a
+	// generation that started before the seed finished could never be Ready.
+	inst.Spec.Template.Seed = &v1.Role{Command: []string{"/bin/sh", "-c",
+		`sleep 1; echo seeded > "$UNITLET_DATA_DIR/seeded"`}}
+	inst.Spec.Template.Args[1] = "import os, sys\n" +
+		"sys.exit(4) if not os.path.exists(os.path.join(os.environ['UNITLET_DATA_DIR'], 'seeded')) else None\n" +
+		inst.Spec.Template.Args[1]
+	inst.Spec.Template.Sidecars = []v1.Sidecar{{Name: "ticker", Role: v1.Role{
+		Command: []string{"/bin/sh", "-c", `echo $$$$ > "$UNITLET_DATA_DIR/sidecar.pid"; exec sleep 1000`}}}}
+	if err := k8s.Create(context.Background(), inst); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { deleteAndWait(t, inst.Name) })
+	got := waitServing(t, inst.Name, 1)
+	if _, ok := got.Annotations["hosting.unitlet.dev/seeded"]; !ok {
+		t.Errorf("no record of the seed on the Instance: %v", got.Annotations)
+	}
+
+	lay := layout.Layout{StateRoot: a.stateRoot, RunRoot: a.runRoot, CgroupRoot: a.cgroupRoot}
+	li, err := lay.Instance("default", inst.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pidFile := filepath.Join(li.DataDir(), "sidecar.pid")
+	first := readPid(t, pidFile)
+	if err := syscall.Kill(first, syscall.SIGKILL); err != nil {
+		t.Fatalf("kill sidecar %d: %v", first, err)
+	}
+	eventually(t, "sidecar started again", 60*time.Second, func() (bool, string) {
+		b, _ := os.ReadFile(pidFile)
+		pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+		return pid != 0 && pid != first && syscall.Kill(pid, 0) == nil, "pid " + string(b)
+	})
+	if c := meta.FindStatusCondition(getInstance(t, inst.Name).Status.Conditions, v1.ConditionReady); c == nil || c.Status != "True" {
+		t.Errorf("Ready after the sidecar's restart: %+v", c)
+	}
+}
+
+func readPid(t *testing.T, path string) int {
+	t.Helper()
+	var pid int
+	eventually(t, "pid file "+path, 30*time.Second, func() (bool, string) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return false, err.Error()
+		}
+		pid, err = strconv.Atoi(strings.TrimSpace(string(b)))
+		return err == nil && pid > 0, string(b)
+	})
+	return pid
+}
