@@ -7,21 +7,13 @@ import (
 	"testing"
 
 	"sigs.k8s.io/yaml"
-)
 
-// installHint is what to run when the Debian prometheus package is missing.
-const installHint = "run hack/prometheus-tests.sh --install (Debian's prometheus package: promtool and the server)"
+	"github.com/unitlet/unitlet/internal/promtest"
+)
 
 // tool finds a binary of the prometheus package or fails the test saying
 // how to install it: these tests are the point, never skipped.
-func tool(t *testing.T, name string) string {
-	t.Helper()
-	path, err := exec.LookPath(name)
-	if err != nil {
-		t.Fatalf("%s not found: %s", name, installHint)
-	}
-	return path
-}
+func tool(t *testing.T, name string) string { return promtest.Binary(t, name) }
 
 func TestPromtoolCheckRules(t *testing.T) {
 	out, err := exec.Command(tool(t, "promtool"), "check", "rules", RulesFile).CombinedOutput()

@@ -1,0 +1,167 @@
+package promtest
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Job is the scrape job name the rules expect for the agents.
+const Job = "unitlet-agent"
+
+// InstallHint says what to run when the Debian prometheus package is missing.
+const InstallHint = "run hack/prometheus-tests.sh --install or make deps (Debian's prometheus package: promtool and the server)"
+
+// Binary finds a binary of the prometheus package or fails the test with
+// InstallHint: the tests that need it are the point, never skipped.
+func Binary(t testing.TB, name string) string {
+	t.Helper()
+	path, err := exec.LookPath(name)
+	if err != nil {
+		t.Fatalf("%s not found: %s", name, InstallHint)
+	}
+	return path
+}
+
+// Config is what Start runs.
+type Config struct {
+	Bin       string // the prometheus binary
+	Target    string // host:port of the agent's /metrics, scraped every second
+	RulesFile string // alert rules, loaded with every for: cut to 0s
+	Node      string // the node label the target gets, as the ServiceMonitor adds it
+}
+
+// Server is a running Prometheus; Base is its http:// address.
+type Server struct{ Base string }
+
+var forClause = regexp.MustCompile(`(?m)^(\s+for:\s*)\S+$`)
+
+// Start runs Prometheus on loopback with a temp storage dir until the test
+// ends (SIGTERM, then SIGKILL of its process group); its log is printed
+// when the test failed.
+func Start(t testing.TB, cfg Config) *Server {
+	t.Helper()
+	dir := t.TempDir()
+	rules, err := os.ReadFile(cfg.RulesFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(dir, "rules.yaml"), forClause.ReplaceAllString(string(rules), "${1}0s"))
+	// honor_labels: the agent's own "instance" label names the Instance.
+	write(t, filepath.Join(dir, "prometheus.yml"), fmt.Sprintf(`global:
+  scrape_interval: 1s
+  evaluation_interval: 1s
+rule_files: [rules.yaml]
+scrape_configs:
+  - job_name: %s
+    honor_labels: true
+    static_configs:
+      - targets: [%q]
+        labels: {node: %q}
+`, Job, cfg.Target, cfg.Node))
+	addr := FreeAddr(t)
+	cmd := exec.Command(cfg.Bin,
+		"--config.file="+filepath.Join(dir, "prometheus.yml"),
+		"--storage.tsdb.path="+filepath.Join(dir, "data"),
+		"--web.listen-address="+addr,
+		"--log.level=warn")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	logs := &lockedBuilder{}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start prometheus: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-done
+		}
+		if t.Failed() {
+			t.Logf("prometheus log:\n%s", logs.String())
+		}
+	})
+	s := &Server{Base: "http://" + addr}
+	WaitFor(t, 30*time.Second, "prometheus ready", func() (bool, string) {
+		select {
+		case err := <-done:
+			done <- err // for the cleanup's wait
+			t.Fatalf("prometheus exited: %v\n%s", err, logs.String())
+		default:
+		}
+		resp, err := http.Get(s.Base + "/-/ready")
+		if err != nil {
+			return false, err.Error()
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, resp.Status
+	})
+	return s
+}
+
+// FreeAddr is a loopback address nothing listens on right now.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// WaitFor polls cond every 250 ms until it holds or timeout passes; state
+// describes the last look for the failure message.
+func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, state := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s; last: %s", timeout, what, state)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+func write(t testing.TB, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// lockedBuilder collects the server's output, written from exec's copier
+// goroutine and read at cleanup.
+type lockedBuilder struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuilder) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuilder) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
