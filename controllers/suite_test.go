@@ -23,14 +23,23 @@ import (
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
 	"github.com/unitlet/unitlet/internal/scheme"
 	"github.com/unitlet/unitlet/internal/testenv"
+	"github.com/unitlet/unitlet/internal/testutil"
 )
 
 const testNode = "node-test"
+
+// How long a wait may take, and how often it looks again.
+const (
+	waitLimit = 20 * time.Second
+	pollEvery = 50 * time.Millisecond
+)
 
 var (
 	env  *testenv.Env
 	k8s  client.Client
 	fake *fakeRuntime
+	// kube is how the tests read and change objects; set with k8s.
+	kube testutil.API
 )
 
 func TestMain(m *testing.M) {
@@ -41,6 +50,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	k8s = env.Client
+	kube = testutil.API{Client: k8s, Every: pollEvery}
 	fake = newFakeRuntime()
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := startAgent(ctx, testNode, fake); err != nil {
@@ -104,28 +114,16 @@ func replace(i *v1.Instance) { i.Spec.Strategy = v1.StrategyReplace }
 // eventually polls cond until it holds or 20 s pass.
 func eventually(t *testing.T, what string, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	last := ""
-	for time.Now().Before(deadline) {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		last = state
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("timed out waiting for %s; last state: %s", what, last)
+	testutil.Eventually(t, what, waitLimit, pollEvery, cond)
 }
 
 func getInstance(t *testing.T, name string) *v1.Instance {
 	t.Helper()
-	i := &v1.Instance{}
-	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: name}, i); err != nil {
-		t.Fatalf("get instance %s: %v", name, err)
-	}
-	return i
+	return kube.Instance(t, name)
 }
 
+// getGeneration is nil while generation n of inst cannot be read (it does
+// not exist yet).
 func getGeneration(t *testing.T, inst string, n int64) *v1.Generation {
 	t.Helper()
 	g := &v1.Generation{}
@@ -173,12 +171,7 @@ func create(t *testing.T, obj client.Object) {
 // updateInstance re-reads the Instance and applies mutate, retrying conflicts.
 func updateInstance(t *testing.T, name string, mutate func(*v1.Instance)) {
 	t.Helper()
-	eventually(t, "update of "+name, func() (bool, string) {
-		i := getInstance(t, name)
-		mutate(i)
-		err := k8s.Update(context.Background(), i)
-		return err == nil, fmt.Sprint(err)
-	})
+	kube.UpdateInstance(t, name, waitLimit, mutate)
 }
 
 // conditionSeries returns the unitlet_instance_condition samples of one

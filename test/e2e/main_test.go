@@ -6,7 +6,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -21,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/unitlet/unitlet/internal/testenv"
+	"github.com/unitlet/unitlet/internal/testutil"
 	"github.com/unitlet/unitlet/runtime/cgroups"
 )
 
@@ -28,6 +28,8 @@ var (
 	env        *testenv.Env
 	k8s        client.Client
 	kubeconfig string
+	// kube is how the helpers read and change objects; set with k8s.
+	kube testutil.API
 	// runID keeps this run's roots and cgroups apart from any other.
 	runID = strconv.Itoa(os.Getpid())
 )
@@ -52,6 +54,7 @@ func run(m *testing.M) int {
 	}
 	defer func() { _ = env.Stop() }()
 	k8s = env.Client
+	kube = testutil.API{Client: k8s, Every: pollEvery}
 	user, err := env.AddUser(envtest.User{Name: "e2e-admin", Groups: []string{"system:masters"}}, nil)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -76,27 +79,28 @@ func run(m *testing.M) int {
 	return m.Run()
 }
 
+// pollEvery is how often a wait looks again.
+const pollEvery = 100 * time.Millisecond
+
 func agentBinary() string { return filepath.Join(testenv.RepoRoot(), "bin", "unitlet") }
 
 // agent is one running unitlet process acting as a node.
 type agent struct {
 	node, stateRoot, runRoot, cgroupRoot, logPath, probeAddr string
 	cmd                                                      *exec.Cmd
+	// metrics: serve /metrics on metricsAddr (loopback); off by default.
+	metrics     bool
+	metricsAddr string
 }
 
 func freePort(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
+	return testutil.FreePort(t)
 }
 
 // startAgent runs bin/unitlet as node name until the test ends; at the end
-// its cgroups are swept.
-func startAgent(t *testing.T, name string) *agent {
+// its cgroups are swept. opts adjust the agent before its first launch.
+func startAgent(t *testing.T, name string, opts ...func(*agent)) *agent {
 	t.Helper()
 	short := name + "-" + runID
 	a := &agent{
@@ -115,6 +119,9 @@ func startAgent(t *testing.T, name string) *agent {
 		}
 		a.sweep(t)
 	})
+	for _, o := range opts {
+		o(a)
+	}
 	a.launch(t)
 	return a
 }
@@ -127,12 +134,15 @@ func (a *agent) launch(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer logf.Close()
-	a.probeAddr = freePort(t)
+	a.probeAddr, a.metricsAddr = freePort(t), "0"
+	if a.metrics {
+		a.metricsAddr = freePort(t)
+	}
 	a.cmd = exec.Command(agentBinary(),
 		"--node-name", a.node, "--kubeconfig", kubeconfig,
 		"--state-root", a.stateRoot, "--run-root", a.runRoot, "--cgroup-root", a.cgroupRoot,
 		"--unit-backend", "direct", "--require-enrollment=false",
-		"--health-probe-bind-address", a.probeAddr, "--metrics-bind-address", "0")
+		"--health-probe-bind-address", a.probeAddr, "--metrics-bind-address", a.metricsAddr)
 	a.cmd.Stdout, a.cmd.Stderr = logf, logf
 	if err := a.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -187,15 +197,5 @@ func tail(s string, lines int) string {
 
 func eventually(t *testing.T, what string, limit time.Duration, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(limit)
-	last := ""
-	for time.Now().Before(deadline) {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		last = state
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("timed out after %s waiting for %s; last: %s", limit, what, last)
+	testutil.Eventually(t, what, limit, pollEvery, cond)
 }

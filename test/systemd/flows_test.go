@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
+	"github.com/unitlet/unitlet/internal/testutil"
 	"github.com/unitlet/unitlet/runtime/units/record"
 )
 
@@ -40,14 +41,14 @@ func runLoad(sock string, workers int, stop <-chan struct{}) *load {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c := unixClient(sock)
+			c := testutil.UnixClient(sock)
 			for sent.Add(1) <= maxRequests {
 				select {
 				case <-stop:
 					return
 				default:
 				}
-				body, err := get(c, "/")
+				body, err := testutil.Get(c, "/")
 				if err != nil {
 					if l.failed.Add(1) == 1 {
 						l.firstErr.Store(err.Error())
@@ -70,14 +71,14 @@ func runLoad(sock string, workers int, stop <-chan struct{}) *load {
 // generation 2 beside 1, flips the socket and retires 1 with a proof,
 // while a client loop through app.sock sees no failure.
 func TestOverlapSwap(t *testing.T) {
-	inst := sample(t, "hosting_v1alpha1_instance_overlap.yaml")
+	inst := testutil.Sample(t, "hosting_v1alpha1_instance_overlap.yaml", testNode)
 	create(t, inst)
-	inst = waitServing(t, inst.Name, 1)
+	inst = kube.WaitServing(t, inst.Name, 1)
 	li := instanceLayout(t, inst.Name)
 	if inst.Status.Socket != li.StableSocket() {
 		t.Fatalf("status.socket = %q, want %q", inst.Status.Socket, li.StableSocket())
 	}
-	if body, err := get(unixClient(inst.Status.Socket), "/"); err != nil || body != "hello from shop.example.com generation 1\n" {
+	if body, err := testutil.Get(testutil.UnixClient(inst.Status.Socket), "/"); err != nil || body != "hello from shop.example.com generation 1\n" {
 		t.Fatalf("GET through %s = %q, %v", inst.Status.Socket, body, err)
 	}
 	c := busConn(t)
@@ -100,8 +101,8 @@ func TestOverlapSwap(t *testing.T) {
 	highest := make(chan int64)
 	go func() { highest <- watchMax(sliceMem, stop) }()
 	time.Sleep(500 * time.Millisecond) // load on the old generation first
-	updateInstance(t, inst.Name, func(i *v1.Instance) { i.Spec.Template.Env[0].Value = "shop-v2.example.com" })
-	waitServing(t, inst.Name, 2)
+	kube.UpdateInstance(t, inst.Name, updateLimit, func(i *v1.Instance) { i.Spec.Template.Env[0].Value = "shop-v2.example.com" })
+	kube.WaitServing(t, inst.Name, 2)
 	waitTerminated(t, inst.Name, 1)
 	time.Sleep(300 * time.Millisecond) // and on the new one after the retire
 	close(stop)
@@ -131,17 +132,17 @@ func TestOverlapSwap(t *testing.T) {
 // keeps the dirs; resume serves again; delete leaves no unit, cgroup or
 // directory behind.
 func TestReplaceSuspendDelete(t *testing.T) {
-	inst := sample(t, "hosting_v1alpha1_instance_replace.yaml")
+	inst := testutil.Sample(t, "hosting_v1alpha1_instance_replace.yaml", testNode)
 	create(t, inst)
-	waitServing(t, inst.Name, 1)
-	updateInstance(t, inst.Name, func(i *v1.Instance) { i.Spec.Template.Args = append(i.Spec.Template.Args, "v2") })
-	inst = waitServing(t, inst.Name, 2)
-	g1, g2 := getGeneration(t, inst.Name, 1), getGeneration(t, inst.Name, 2)
+	kube.WaitServing(t, inst.Name, 1)
+	kube.UpdateInstance(t, inst.Name, updateLimit, func(i *v1.Instance) { i.Spec.Template.Args = append(i.Spec.Template.Args, "v2") })
+	inst = kube.WaitServing(t, inst.Name, 2)
+	g1, g2 := kube.Generation(t, inst.Name, 1), kube.Generation(t, inst.Name, 2)
 	proof := meta.FindStatusCondition(g1.Status.Conditions, v1.ConditionTerminated)
 	if proof == nil || proof.Status != "True" || g2.Status.StartedAt == nil || g2.Status.StartedAt.Before(&proof.LastTransitionTime) {
 		t.Fatalf("Replace: generation 2 started at %v, generation 1 proven gone at %v", g2.Status.StartedAt, proof)
 	}
-	if body, err := get(unixClient(inst.Status.Socket), "/"); err != nil || body != "ledger ok\n" {
+	if body, err := testutil.Get(testutil.UnixClient(inst.Status.Socket), "/"); err != nil || body != "ledger ok\n" {
 		t.Fatalf("GET = %q, %v", body, err)
 	}
 
@@ -169,11 +170,11 @@ func TestReplaceSuspendDelete(t *testing.T) {
 		t.Fatalf("serving, yet the slice %s (cgroup %q) holds no process", li.SliceName(), cgroup)
 	}
 
-	updateInstance(t, inst.Name, func(i *v1.Instance) { i.Spec.Suspend = true })
+	kube.UpdateInstance(t, inst.Name, updateLimit, func(i *v1.Instance) { i.Spec.Suspend = true })
 	eventually(t, "suspended", 60*time.Second, func() (bool, string) {
-		i := getInstance(t, inst.Name)
+		i := kube.Instance(t, inst.Name)
 		c := meta.FindStatusCondition(i.Status.Conditions, v1.ConditionReady)
-		return c != nil && c.Reason == v1.ReasonSuspended && c.Status == "True", conditions(i.Status.Conditions)
+		return c != nil && c.Reason == v1.ReasonSuspended && c.Status == "True", testutil.Conditions(i.Status.Conditions)
 	})
 	for n := uint64(1); n <= 2; n++ {
 		p := proc(t, li, n)
@@ -190,13 +191,13 @@ func TestReplaceSuspendDelete(t *testing.T) {
 	if _, err := os.Stat(li.DataDir()); err != nil {
 		t.Fatalf("suspend removed the data dir: %v", err)
 	}
-	updateInstance(t, inst.Name, func(i *v1.Instance) { i.Spec.Suspend = false })
-	inst = waitServing(t, inst.Name, 3)
-	if body, err := get(unixClient(inst.Status.Socket), "/"); err != nil || body != "ledger ok\n" {
+	kube.UpdateInstance(t, inst.Name, updateLimit, func(i *v1.Instance) { i.Spec.Suspend = false })
+	inst = kube.WaitServing(t, inst.Name, 3)
+	if body, err := testutil.Get(testutil.UnixClient(inst.Status.Socket), "/"); err != nil || body != "ledger ok\n" {
 		t.Fatalf("GET after resume = %q, %v", body, err)
 	}
 
-	deleteAndWait(t, inst.Name)
+	kube.DeleteAndWait(t, inst.Name, deleteLimit)
 	if us := activeUnits(t, c, li); len(us) != 0 {
 		t.Errorf("after delete systemd still holds units of the instance: %v", us)
 	}

@@ -29,6 +29,7 @@ import (
 	"github.com/unitlet/unitlet/internal/scheme"
 	"github.com/unitlet/unitlet/internal/systemdboot"
 	"github.com/unitlet/unitlet/internal/testenv"
+	"github.com/unitlet/unitlet/internal/testutil"
 	"github.com/unitlet/unitlet/runtime/layout"
 	"github.com/unitlet/unitlet/runtime/node"
 	"github.com/unitlet/unitlet/runtime/units"
@@ -46,14 +47,24 @@ const (
 	runRootPrefix = "/dev/shm/ulsd-"
 )
 
+// How often this package's waits look again, and how long an update (its
+// conflicts retried) and a delete (every unit proven gone) may take.
+const (
+	pollEvery   = 100 * time.Millisecond
+	updateLimit = 10 * time.Second
+	deleteLimit = 90 * time.Second
+)
+
 // stopGrace matches the agent's: a retiring generation's SIGTERM-to-kill.
 const stopGrace = 10 * time.Second
 
 var (
 	env *testenv.Env
 	k8s client.Client
-	sys *systemdboot.System
-	lay layout.Layout
+	// kube is how the tests read and change objects; set with k8s.
+	kube testutil.API
+	sys  *systemdboot.System
+	lay  layout.Layout
 )
 
 func TestMain(m *testing.M) {
@@ -88,6 +99,7 @@ func run(m *testing.M) int {
 	}
 	defer func() { _ = env.Stop() }()
 	k8s = env.Client
+	kube = testutil.API{Client: k8s, Every: pollEvery}
 
 	bootCtx, cancelBoot := context.WithTimeout(context.Background(), 30*time.Second)
 	sys, err = systemdboot.Start(bootCtx, systemdboot.Options{Writable: []string{lay.StateRoot, lay.RunRoot}})
