@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -158,16 +157,6 @@ func deleteForce(t *testing.T, obj client.Object) {
 	if err := env.Client.Delete(ctx, obj); err != nil && !isNotFound(err) {
 		t.Errorf("delete %s: %v", obj.GetName(), err)
 	}
-}
-
-func freePort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // eventually polls cond until it holds or a deadline passes.

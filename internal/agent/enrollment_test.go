@@ -23,6 +23,7 @@ import (
 
 	hostingv1alpha1 "github.com/unitlet/unitlet/api/v1alpha1"
 	"github.com/unitlet/unitlet/internal/hostgate"
+	"github.com/unitlet/unitlet/internal/testutil"
 	"github.com/unitlet/unitlet/runtime/join"
 )
 
@@ -84,7 +85,7 @@ type testAgent struct {
 func startAgent(t *testing.T, node string, opts Options) *testAgent {
 	t.Helper()
 	installAgentCredentials(t)
-	a := &testAgent{probe: &hostingProbe{}, addr: freePort(t), node: node}
+	a := &testAgent{probe: &hostingProbe{}, addr: testutil.FreePort(t), node: node}
 	opts.NodeName = node
 	opts.Kubeconfig = agentKubeconfig(t, node)
 	opts.ProbeAddr = a.addr
