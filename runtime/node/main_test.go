@@ -2,14 +2,11 @@ package node
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -19,6 +16,7 @@ import (
 
 	"github.com/unitlet/unitlet/runtime/cgroups"
 	"github.com/unitlet/unitlet/runtime/layout"
+	"github.com/unitlet/unitlet/runtime/layout/layouttest"
 	"github.com/unitlet/unitlet/runtime/prepare"
 	"github.com/unitlet/unitlet/runtime/trampoline"
 	"github.com/unitlet/unitlet/runtime/units"
@@ -40,7 +38,7 @@ func TestMain(m *testing.M) {
 		}
 	}
 	if os.Geteuid() == 0 {
-		sweepOld()
+		layouttest.SweepOld(testPrefix)
 	}
 	os.Exit(m.Run())
 }
@@ -72,9 +70,6 @@ func appMain() int {
 // testPrefix names every cgroup root and run root these tests create.
 const testPrefix = "unitlet-test-node-"
 
-// runParent holds the run roots: a tmpfs, as /run is, with short paths.
-const runParent = "/dev/shm"
-
 // env is one test's node: its own roots, cgroup root and Direct backend,
 // everything removed (processes killed) at the end.
 type env struct {
@@ -89,18 +84,18 @@ func newEnv(t testing.TB) *env {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: the node starts real processes in real cgroups")
 	}
-	var rnd [4]byte
-	_, _ = rand.Read(rnd[:])
-	name := testPrefix + hex.EncodeToString(rnd[:])
-	run := filepath.Join(runParent, name)
-	if err := os.Mkdir(run, 0o750); err != nil {
-		t.Fatal(err)
-	}
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{lay: layout.Layout{StateRoot: t.TempDir(), RunRoot: run, CgroupRoot: name}, exe: exe}
+	e := &env{exe: exe}
+	// Registered first, so it runs after the roots' sweep.
+	t.Cleanup(func() {
+		if e.node != nil {
+			_ = e.node.Close()
+		}
+	})
+	e.lay = layouttest.New(t, testPrefix)
 	log := testr.NewWithInterface(t, testr.Options{})
 	e.direct, err = units.NewDirect(units.DirectConfig{Layout: e.lay, Exe: exe, ProofBudget: 10 * time.Second, Log: log})
 	if err != nil {
@@ -110,42 +105,7 @@ func newEnv(t testing.TB) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		proofs, err := cgroups.SweepStale(ctx, cgroups.Config{Root: "."}, name, nil)
-		if err != nil {
-			t.Errorf("cleanup of %s: %v", name, err)
-		}
-		for _, p := range proofs {
-			if !p.Proven {
-				t.Errorf("cleanup of %s: %v", name, p.Error())
-			}
-		}
-		_ = e.node.Close()
-		_ = os.RemoveAll(run)
-	})
 	return e
-}
-
-// sweepOld removes what runs of these tests that died left behind (older
-// than any run could be), leaving concurrent runs alone.
-func sweepOld() {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	keep := func(name string) bool {
-		fi, err := os.Stat(filepath.Join(cgroups.DefaultMountRoot, "memory", name))
-		return err == nil && time.Since(fi.ModTime()) < 15*time.Minute
-	}
-	if proofs, err := cgroups.SweepStale(ctx, cgroups.Config{Root: "."}, testPrefix, keep); err != nil || len(proofs) > 0 {
-		fmt.Fprintf(os.Stderr, "swept %d stale test cgroups (err %v)\n", len(proofs), err)
-	}
-	runs, _ := filepath.Glob(filepath.Join(runParent, testPrefix+"*"))
-	for _, r := range runs {
-		if fi, err := os.Stat(r); err == nil && time.Since(fi.ModTime()) > 15*time.Minute {
-			_ = os.RemoveAll(r)
-		}
-	}
 }
 
 // appRequest is generation n of the test app in instance ns/name.

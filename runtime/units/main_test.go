@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/unitlet/unitlet/runtime/launch"
+	"github.com/unitlet/unitlet/runtime/layout/layouttest"
 	"github.com/unitlet/unitlet/runtime/units/exitrecord"
 	"github.com/unitlet/unitlet/runtime/units/shim"
 )
@@ -32,7 +33,7 @@ func TestMain(m *testing.M) {
 		}
 	}
 	if os.Geteuid() == 0 {
-		sweepOldDirectRoots()
+		layouttest.SweepOld(directPrefix)
 	}
 	os.Exit(m.Run())
 }

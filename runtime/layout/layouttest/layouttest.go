@@ -1,0 +1,77 @@
+// Package layouttest gives a test a node layout of its own (state root,
+// run root and cgroup root that no other test or run shares) and sweeps
+// what runs that died left behind. Tests of the runtime packages that
+// start real processes share it.
+package layouttest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/unitlet/unitlet/runtime/cgroups"
+	"github.com/unitlet/unitlet/runtime/layout"
+)
+
+// RunParent holds the run roots: a tmpfs, as /run is on a host, with
+// paths short enough for unix sockets.
+const RunParent = "/dev/shm"
+
+// staleAfter is older than any run of a test could be.
+const staleAfter = 15 * time.Minute
+
+// New makes roots named prefix plus a random suffix: a run root under
+// RunParent, a state root in t's temp dir and the cgroup root of that name.
+// When t ends, the cgroup root is swept (every process killed and proven
+// gone, else t fails) and the run root removed. The caller must be root.
+func New(t testing.TB, prefix string) layout.Layout {
+	t.Helper()
+	var rnd [4]byte
+	_, _ = rand.Read(rnd[:])
+	name := prefix + hex.EncodeToString(rnd[:])
+	run := filepath.Join(RunParent, name)
+	if err := os.Mkdir(run, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		proofs, err := cgroups.SweepStale(ctx, cgroups.Config{Root: "."}, name, nil)
+		if err != nil {
+			t.Errorf("cleanup of %s: %v", name, err)
+		}
+		for _, p := range proofs {
+			if !p.Proven {
+				t.Errorf("cleanup of %s: %v", name, p.Error())
+			}
+		}
+		_ = os.RemoveAll(run)
+	})
+	return layout.Layout{StateRoot: t.TempDir(), RunRoot: run, CgroupRoot: name}
+}
+
+// SweepOld removes the cgroup roots and run roots named prefix that runs
+// which died left behind, leaving those of concurrent runs alone. It is
+// for TestMain, so it reports to stderr.
+func SweepOld(prefix string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	keep := func(name string) bool {
+		fi, err := os.Stat(filepath.Join(cgroups.DefaultMountRoot, "memory", name))
+		return err == nil && time.Since(fi.ModTime()) < staleAfter
+	}
+	if proofs, err := cgroups.SweepStale(ctx, cgroups.Config{Root: "."}, prefix, keep); err != nil || len(proofs) > 0 {
+		fmt.Fprintf(os.Stderr, "swept %d stale test cgroups (err %v)\n", len(proofs), err)
+	}
+	runs, _ := filepath.Glob(filepath.Join(RunParent, prefix+"*"))
+	for _, r := range runs {
+		if fi, err := os.Stat(r); err == nil && time.Since(fi.ModTime()) > staleAfter {
+			_ = os.RemoveAll(r)
+		}
+	}
+}
