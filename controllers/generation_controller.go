@@ -301,9 +301,7 @@ func (r *GenerationReconciler) setCondition(gen *v1.Generation, typ string, stat
 }
 
 func (r *GenerationReconciler) event(obj client.Object, typ, reason, action, note string, args ...any) {
-	if r.Recorder != nil {
-		r.Recorder.Eventf(obj, nil, typ, reason, action, note, args...)
-	}
+	recordEvent(r.Recorder, obj, typ, reason, action, note, args...)
 }
 
 // SetupWithManager watches Generations and the runtime's unit events.

@@ -7,7 +7,9 @@ import (
 
 	"golang.org/x/sys/unix"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -25,6 +27,14 @@ func controllerOptions() controller.Options {
 		MaxConcurrentReconciles: 4,
 		RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](
 			time.Second, 30*time.Second),
+	}
+}
+
+// recordEvent emits an event on obj through rec; a reconciler set up
+// without a recorder records nothing.
+func recordEvent(rec events.EventRecorder, obj client.Object, typ, reason, action, note string, args ...any) {
+	if rec != nil {
+		rec.Eventf(obj, nil, typ, reason, action, note, args...)
 	}
 }
 

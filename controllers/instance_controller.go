@@ -123,9 +123,7 @@ func (r *InstanceReconciler) generations(ctx context.Context, inst *v1.Instance)
 }
 
 func (r *InstanceReconciler) event(obj client.Object, typ, reason, action, note string, args ...any) {
-	if r.Recorder != nil {
-		r.Recorder.Eventf(obj, nil, typ, reason, action, note, args...)
-	}
+	recordEvent(r.Recorder, obj, typ, reason, action, note, args...)
 }
 
 // SetupWithManager watches Instances and the Generations they own.
