@@ -27,14 +27,9 @@ type DiscoveredChild struct {
 // and the processes in them, from the file system alone: what an agent
 // re-adopts after a restart.
 func Discover(cfg Config) ([]Discovered, error) {
-	mode, h, err := detect(cfg.MountRoot)
+	d, names, err := rootChildren(cfg)
 	if err != nil {
 		return nil, err
-	}
-	d := newDriver(mode, h)
-	names, err := d.children(cfg.root())
-	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", cfg.root(), err)
 	}
 	var out []Discovered
 	for _, name := range names {
@@ -70,14 +65,9 @@ func SweepStale(ctx context.Context, cfg Config, prefix string, keep func(name s
 	if prefix == "" {
 		return nil, fmt.Errorf("cgroups: refusing to sweep with an empty prefix")
 	}
-	mode, h, err := detect(cfg.MountRoot)
+	d, names, err := rootChildren(cfg)
 	if err != nil {
 		return nil, err
-	}
-	d := newDriver(mode, h)
-	names, err := d.children(cfg.root())
-	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", cfg.root(), err)
 	}
 	var proofs []Proof
 	var errs []error
@@ -101,4 +91,19 @@ func SweepStale(ctx context.Context, cfg Config, prefix string, keep func(name s
 		return proofs, fmt.Errorf("cgroups: sweep: %v", errs)
 	}
 	return proofs, nil
+}
+
+// rootChildren opens the driver for cfg's mount and lists the cgroups
+// directly below cfg's root.
+func rootChildren(cfg Config) (driver, []string, error) {
+	mode, h, err := detect(cfg.MountRoot)
+	if err != nil {
+		return nil, nil, err
+	}
+	d := newDriver(mode, h)
+	names, err := d.children(cfg.root())
+	if err != nil {
+		return nil, nil, fmt.Errorf("list %s: %w", cfg.root(), err)
+	}
+	return d, names, nil
 }
