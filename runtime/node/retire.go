@@ -29,9 +29,14 @@ func (n *Node) Retire(ctx context.Context, ref Ref, grace time.Duration) outcome
 			// The grace given here is over (or the stop failed): kill;
 			// Prove below decides whether it worked.
 			n.cfg.Log.Info("stop within grace failed, killing", "unit", p.UnitName(), "grace", grace, "err", err)
-			if err := b.Kill(ctx, p); err != nil {
+			// Bounded like the stop: a caller's context may never end, and a
+			// kill that waits for a process that will not die would keep
+			// the proof (with its own budget) from ever reporting it.
+			kctx, cancel := context.WithTimeout(ctx, grace)
+			if err := b.Kill(kctx, p); err != nil {
 				n.cfg.Log.Info("kill failed", "unit", p.UnitName(), "err", err)
 			}
+			cancel()
 		}
 	}
 	k := b.Prove(ctx, p)
