@@ -39,15 +39,11 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	if os.Geteuid() != 0 {
-		fmt.Fprintln(os.Stderr, "e2e: must run as root (the agent creates cgroups)")
+	_, err := testutil.Preflight("e2e", "the agent creates cgroups")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	if _, err := os.Stat(agentBinary()); err != nil {
-		fmt.Fprintf(os.Stderr, "e2e: %s missing: run `make build` first\n", agentBinary())
-		return 1
-	}
-	var err error
 	if env, err = testenv.Start(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -82,7 +78,7 @@ func run(m *testing.M) int {
 // pollEvery is how often a wait looks again.
 const pollEvery = 100 * time.Millisecond
 
-func agentBinary() string { return filepath.Join(testenv.RepoRoot(), "bin", "unitlet") }
+func agentBinary() string { return testutil.AgentBinary() }
 
 // agent is one running unitlet process acting as a node.
 type agent struct {

@@ -72,13 +72,9 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	if os.Geteuid() != 0 {
-		fmt.Fprintln(os.Stderr, "test/systemd: must run as root (it boots systemd and creates cgroups)")
-		return 1
-	}
-	exe := filepath.Join(testenv.RepoRoot(), "bin", "unitlet")
-	if _, err := os.Stat(exe); err != nil {
-		fmt.Fprintf(os.Stderr, "test/systemd: %s missing: run `make build` first\n", exe)
+	exe, err := testutil.Preflight("test/systemd", "it boots systemd and creates cgroups")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	sweepRoots()
@@ -92,7 +88,6 @@ func run(m *testing.M) int {
 		defer os.RemoveAll(d)
 	}
 
-	var err error
 	if env, err = testenv.Start(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
