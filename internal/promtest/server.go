@@ -2,7 +2,6 @@ package promtest
 
 import (
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -13,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/unitlet/unitlet/internal/testutil"
 )
 
 // Job is the scrape job name the rules expect for the agents.
@@ -113,31 +114,13 @@ scrape_configs:
 }
 
 // FreeAddr is a loopback address nothing listens on right now.
-func FreeAddr(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
+func FreeAddr(t testing.TB) string { return testutil.FreePort(t) }
 
 // WaitFor polls cond every 250 ms until it holds or timeout passes; state
 // describes the last look for the failure message.
 func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s; last: %s", timeout, what, state)
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
+	testutil.Eventually(t, what, timeout, 250*time.Millisecond, cond)
 }
 
 func write(t testing.TB, path, content string) {
