@@ -88,6 +88,14 @@ func run(m *testing.M) int {
 		defer os.RemoveAll(d)
 	}
 
+	// systemd's namespace has a private /tmp: a checkout there (as CI's
+	// may be) would leave bin/unitlet out of its sight, so the units run a
+	// copy kept beneath the state root, which the namespace shares.
+	if exe, err = copyExecutable(exe, filepath.Join(lay.StateRoot, "unitlet")); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+
 	if env, err = testenv.Start(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -213,4 +221,16 @@ func sweepRoots() {
 			_ = os.RemoveAll(d)
 		}
 	}
+}
+
+// copyExecutable copies the binary at src to dst, executable.
+func copyExecutable(src, dst string) (string, error) {
+	raw, err := os.ReadFile(src)
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w", src, err)
+	}
+	if err := os.WriteFile(dst, raw, 0o755); err != nil {
+		return "", fmt.Errorf("copy %s: %w", src, err)
+	}
+	return dst, nil
 }
