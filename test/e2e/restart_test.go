@@ -19,6 +19,15 @@ func TestAgentRestart(t *testing.T) {
 	a := startAgent(t, "e2e-restart")
 	kept := sample(t, "hosting_v1alpha1_instance_replace.yaml", a.node)
 	kept.Name = "kept"
+	// The kept app writes all the time and dies of SIGPIPE, as most
+	// programs do, if its output breaks while the agent is away.
+	kept.Spec.Template.Args[1] = "import signal, sys, threading, time\n" +
+		"signal.signal(signal.SIGPIPE, signal.SIG_DFL)\n" +
+		"def tick():\n" +
+		"    while True:\n" +
+		"        print('tick', flush=True); time.sleep(0.05)\n" +
+		"threading.Thread(target=tick, daemon=True).start()\n" +
+		kept.Spec.Template.Args[1]
 	orphan := sample(t, "hosting_v1alpha1_instance_replace.yaml", a.node)
 	orphan.Name = "orphan"
 	for _, inst := range []*v1.Instance{kept, orphan} {
@@ -32,6 +41,7 @@ func TestAgentRestart(t *testing.T) {
 	pid := getGeneration(t, "kept", 1).Status.MainPID
 
 	a.stop(syscall.SIGKILL)
+	time.Sleep(time.Second) // the kept app writes ~20 lines with no agent to read them
 	// While no agent runs, the orphan's objects vanish without their lease:
 	// what the node runs for them now belongs to nothing.
 	forget(t, "orphan")

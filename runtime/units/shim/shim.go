@@ -147,17 +147,32 @@ func Main(args []string) int {
 		return ExitRefused
 	}
 	argv := []string{a.Exe, "exec", "--launch", a.Launch}
-	if a.LogSocket != "" {
-		argv = append(argv, "--log-socket", a.LogSocket)
+	child := &exec.Cmd{Path: a.Exe, Env: []string{}, Dir: "/"}
+	var logsDone <-chan struct{}
+	switch {
+	case a.ErrSocket != "":
+		// The cmd role's two streams: the trampoline dials both.
+		argv = append(argv, "--log-socket", a.LogSocket, "--err-socket", a.ErrSocket)
+	case a.LogSocket != "":
+		// The shim holds the log connection and outlives the agent; the
+		// app writes into a pipe that stays open across agent restarts.
+		r, w, err := os.Pipe()
+		if err != nil {
+			say(Refused, "shim: log pipe: "+err.Error())
+			return ExitRefused
+		}
+		child.Stdout, child.Stderr = w, w
+		defer w.Close()
+		logsDone = forwardLogs(r, a.LogSocket)
 	}
-	if a.ErrSocket != "" {
-		argv = append(argv, "--err-socket", a.ErrSocket)
-	}
-	child := &exec.Cmd{Path: a.Exe, Args: argv, Env: []string{}, Dir: "/"}
+	child.Args = argv
 	if err := child.Start(); err != nil {
 		// Start returns an error only when the exec did not happen.
 		say(Refused, "shim: start trampoline: "+err.Error())
 		return ExitRefused
+	}
+	if w, ok := child.Stdout.(*os.File); ok {
+		w.Close() // the app's copy is the only writer now: EOF when it is gone
 	}
 	pid := child.Process.Pid
 	err = record.Write(a.ExitDir, a.Prefix+record.PidSuffix, record.Pid{
@@ -176,6 +191,14 @@ func Main(args []string) int {
 	_ = child.Wait()
 	if err := record.Write(a.ExitDir, a.Prefix+record.ExitSuffix, ExitOf(child.ProcessState, a.Invocation)); err != nil {
 		return ExitNoRecord
+	}
+	if logsDone != nil {
+		// The last lines, unless a child the app left behind keeps the
+		// pipe open: the record is written, the shim need not wait long.
+		select {
+		case <-logsDone:
+		case <-time.After(time.Second):
+		}
 	}
 	return 0
 }
