@@ -3,8 +3,11 @@ package node
 import (
 	"context"
 	"fmt"
+	"os"
 
+	"github.com/unitlet/unitlet/runtime/launch"
 	"github.com/unitlet/unitlet/runtime/layout"
+	"github.com/unitlet/unitlet/runtime/logs"
 )
 
 // List returns every slot the backend knows that maps back to a Ref.
@@ -29,8 +32,9 @@ func (n *Node) List(ctx context.Context) ([]Ref, error) {
 }
 
 // adopt watches a running slot this Node did not start (an agent
-// restart), so its end reaches Events too. It holds no listeners: those
-// died with the agent that bound them.
+// restart), so its end reaches Events too, and binds its log socket anew:
+// the listener died with the agent that bound it, and the app's output
+// (held open by its shim) flows again once something listens.
 func (n *Node) adopt(ref Ref, p layout.Proc) {
 	in := n.instanceOf(ref.InstanceRef)
 	n.mu.Lock()
@@ -39,9 +43,38 @@ func (n *Node) adopt(ref Ref, p layout.Proc) {
 		return
 	}
 	ctx, cancel := context.WithCancel(n.life)
-	in.slots[ref] = &slot{watch: cancel}
+	s := &slot{watch: cancel}
+	in.slots[ref] = s
 	n.mu.Unlock()
+	if l, err := n.relisten(in, p); err != nil {
+		n.cfg.Log.Info("adopted slot's output is not collected", "unit", p.UnitName(), "err", err.Error())
+	} else {
+		n.mu.Lock()
+		s.logs = l
+		n.mu.Unlock()
+	}
 	n.watch(ctx, ref, p)
+}
+
+// relisten binds an adopted slot's log socket again (cmd has none).
+func (n *Node) relisten(in *instance, p layout.Proc) (*logs.Listener, error) {
+	if p.Role() == layout.RoleCmd {
+		return nil, nil
+	}
+	li := p.Instance()
+	f, err := n.logFile(li, in)
+	if err != nil {
+		return nil, err
+	}
+	host := ""
+	if lf, err := launch.Read(li.DataDir(), p.LaunchFile()); err == nil {
+		host = lf.Host
+	}
+	_ = os.Remove(p.LogSocket()) // the dead agent's socket file
+	return logs.Listen(p.LogSocket(), logs.Options{
+		Labels: logs.Labels{Namespace: li.Namespace(), Name: li.Name(), Host: host, Role: p.Role(), Generation: p.Generation()},
+		File:   f, Logger: n.cfg.Log,
+	})
 }
 
 func refOf(p layout.Proc) Ref {

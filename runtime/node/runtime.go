@@ -103,6 +103,7 @@ type instance struct {
 // slot is one started slot: its listeners stay open while it runs.
 type slot struct {
 	res   *prepare.Result // nil for a slot adopted after a restart
+	logs  *logs.Listener  // an adopted slot's log listener, bound anew
 	watch context.CancelFunc
 }
 
@@ -110,6 +111,9 @@ type slot struct {
 func (s *slot) close() error {
 	if s.watch != nil {
 		s.watch()
+	}
+	if s.logs != nil {
+		_ = s.logs.Close()
 	}
 	if s.res == nil {
 		return nil

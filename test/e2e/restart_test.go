@@ -2,6 +2,9 @@ package e2e
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -50,7 +53,17 @@ func TestAgentRestart(t *testing.T) {
 		t.Fatal("the orphan's processes died with the agent: nothing to adopt")
 	}
 
+	keptLog := keptLogFile(t, a)
+	before := strings.Count(readFile(keptLog), "tick")
+	if before == 0 {
+		t.Fatalf("no output of the kept app in %s before the restart", keptLog)
+	}
+
 	a.launch(t)
+	eventually(t, "the kept app's output collected again", 30*time.Second, func() (bool, string) {
+		n := strings.Count(readFile(keptLog), "tick")
+		return n > before, fmt.Sprintf("%d tick lines, %d before the restart", n, before)
+	})
 	eventually(t, "orphan killed and proven gone", 60*time.Second, func() (bool, string) {
 		return processesUnder(t, orphanCgroup) == 0, "processes remain"
 	})
@@ -85,4 +98,18 @@ func forget(t *testing.T, name string) {
 			t.Fatal(err)
 		}
 	}
+}
+
+func keptLogFile(t *testing.T, a *agent) string {
+	t.Helper()
+	li, err := layout.Layout{StateRoot: a.stateRoot, RunRoot: a.runRoot, CgroupRoot: a.cgroupRoot}.Instance("default", "kept")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return li.LogFile()
+}
+
+func readFile(path string) string {
+	b, _ := os.ReadFile(path)
+	return string(b)
 }
