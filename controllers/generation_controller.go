@@ -212,6 +212,9 @@ func (r *GenerationReconciler) observe(ctx context.Context, gen *v1.Generation) 
 			return ctrl.Result{}, nil
 		}
 	}
+	if st.MainPID != 0 {
+		gen.Status.MainPID = int64(st.MainPID) // as observed now: an adoption keeps it true
+	}
 	if st.Exit != nil && !st.Populated {
 		if gen.Status.Phase != v1.PhaseFailed {
 			gen.Status.Phase = v1.PhaseFailed
