@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -213,6 +214,10 @@ func TestCrashAtStartAbortsSwap(t *testing.T) {
 	if g1 := getGeneration(t, "crash", 1); g1.Spec.Retired {
 		t.Error("old generation retired by a failed swap")
 	}
+	eventually(t, "the parent limit restored after the aborted overlap", func() (bool, string) {
+		calls := fake.Calls("crash")
+		return len(calls) > 0 && calls[len(calls)-1] == "restore crash/parent", strings.Join(calls, ", ")
+	})
 	// A fixed template tries again.
 	updateInstance(t, "crash", func(i *v1.Instance) { i.Spec.Template.Args = []string{"--fixed"} })
 	eventually(t, "generation 3 serving", func() (bool, string) {

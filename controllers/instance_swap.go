@@ -123,9 +123,18 @@ func (s *swap) advance(ctx context.Context) (ctrl.Result, error) {
 		}
 	}
 	if latest.Spec.Retired {
+		if active != nil {
+			if err := s.ensureSidecar(ctx); err != nil {
+				return ctrl.Result{}, err
+			}
+		}
 		if latest.Annotations[AnnotationRetiredBecause] == RetiredSwapAborted {
 			s.note = note{reason: v1.ReasonSwapAborted, stalled: true,
 				msg: fmt.Sprintf("generation %d failed to take over; change the template to try again", latest.Spec.Number)}
+			if active != nil && terminated(latest) {
+				// The overlap is over: the old generation runs alone again.
+				s.restoreParent(ctx)
+			}
 		}
 		return ctrl.Result{}, nil
 	}
@@ -175,11 +184,18 @@ func (s *swap) settle(ctx context.Context) (ctrl.Result, error) {
 		}
 	}
 	if len(s.gens) > 1 {
-		if err := s.r.Runtime.RestoreParent(ctx, s.ref()); err != nil {
-			ctrl.LoggerFrom(ctx).Info("parent limit not restored", "error", err.Error())
-		}
+		s.restoreParent(ctx)
 	}
 	return ctrl.Result{}, nil
+}
+
+// restoreParent lowers the parent limit back to the tier once a single
+// generation runs; it is idempotent, and a failure only leaves the limit
+// higher than needed, so it is logged rather than retried.
+func (s *swap) restoreParent(ctx context.Context) {
+	if err := s.r.Runtime.RestoreParent(ctx, s.ref()); err != nil {
+		ctrl.LoggerFrom(ctx).Info("parent limit not restored", "error", err.Error())
+	}
 }
 
 // suspend retires every generation and keeps the directories.
