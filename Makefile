@@ -89,6 +89,10 @@ run: dev-up build ## dev-up, then the agent in the foreground as this node.
 		--unit-backend direct --require-enrollment=false \
 		--health-probe-bind-address 127.0.0.1:8081 --metrics-bind-address 127.0.0.1:8080
 
+.PHONY: image
+image: ## Build the agent's container image (needs a container engine; none runs on the CI machines).
+	docker build -t $${IMG:-unitlet} .
+
 .PHONY: deploy-render
 deploy-render: ## Render config/default (what a cluster would get).
 	$(KUSTOMIZE) build config/default
