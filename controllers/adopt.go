@@ -55,11 +55,11 @@ func (a *Adopter) Start(ctx context.Context) error {
 	for _, ref := range refs {
 		known, err := a.known(ctx, ref)
 		if err != nil {
-			a.Log.Error(err, "cannot tell whether a unit is known; leaving it", "namespace", ref.Namespace, "name", ref.Name, "role", ref.Role, "generation", ref.Generation)
+			a.Log.Error(err, "cannot tell whether a unit is known; leaving it", "namespace", ref.Namespace, "name", ref.Name, "role", ref.Role, "generation", ref.Generation, "sidecar", ref.Sidecar)
 			continue
 		}
 		if known {
-			a.Log.Info("re-adopted", "namespace", ref.Namespace, "name", ref.Name, "role", ref.Role, "generation", ref.Generation)
+			a.Log.Info("re-adopted", "namespace", ref.Namespace, "name", ref.Name, "role", ref.Role, "generation", ref.Generation, "sidecar", ref.Sidecar)
 			continue
 		}
 		a.killOrphan(ctx, ref)
@@ -84,11 +84,14 @@ func (a *Adopter) known(ctx context.Context, ref node.Ref) (bool, error) {
 }
 
 func (a *Adopter) killOrphan(ctx context.Context, ref node.Ref) {
-	log := a.Log.WithValues("namespace", ref.Namespace, "name", ref.Name, "role", ref.Role, "generation", ref.Generation)
+	log := a.Log.WithValues("namespace", ref.Namespace, "name", ref.Name, "role", ref.Role, "generation", ref.Generation, "sidecar", ref.Sidecar)
 	began := time.Now()
 	kill := a.Runtime.Retire(ctx, ref, a.Grace)
 	metrics.ObserveKill(kill.Proven, string(kill.Reason), time.Since(began))
 	what := fmt.Sprintf("%s/%s %s %d", ref.Namespace, ref.Name, ref.Role, ref.Generation)
+	if ref.Sidecar != "" {
+		what = fmt.Sprintf("%s/%s %s %s", ref.Namespace, ref.Name, ref.Role, ref.Sidecar)
+	}
 	if kill.Proven {
 		log.Info("orphan killed and proven gone")
 		a.event(corev1.EventTypeNormal, "OrphanKilled", "orphan unit %s belonged to nothing; killed and proven gone", what)

@@ -163,7 +163,19 @@ func (f *fakeRuntime) Remove(_ context.Context, inst node.InstanceRef) error {
 	return nil
 }
 
-func (f *fakeRuntime) List(context.Context) ([]node.Ref, error) { return nil, nil }
+// List returns every slot the fake holds: running, or exited and not yet
+// retired.
+func (f *fakeRuntime) List(context.Context) ([]node.Ref, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []node.Ref
+	for ref, running := range f.running {
+		if running || f.exits[ref] != nil {
+			out = append(out, ref)
+		}
+	}
+	return out, nil
+}
 
 func (f *fakeRuntime) Events() <-chan node.Ref { return f.events }
 
@@ -173,10 +185,14 @@ func (f *fakeRuntime) StableSocket(inst node.InstanceRef) (string, error) {
 
 var _ node.Runtime = &fakeRuntime{}
 
-// slot names a Ref in recorded calls: g<n> for a generation, else the role.
+// slot names a Ref in recorded calls: g<n> for a generation,
+// sidecar.<name> for a sidecar, else the role.
 func slot(r node.Ref) string {
-	if r.Generation > 0 {
+	switch {
+	case r.Generation > 0:
 		return fmt.Sprintf("g%d", r.Generation)
+	case r.Sidecar != "":
+		return string(r.Role) + "." + r.Sidecar
 	}
 	return string(r.Role)
 }

@@ -40,6 +40,8 @@ type InstanceReconciler struct {
 	// RoleEvents wakes an Instance when its seed or sidecar changed; the
 	// Generation reconciler feeds it from the runtime's events.
 	RoleEvents <-chan event.TypedGenericEvent[*v1.Instance]
+
+	sidecars sidecarSets // per Instance, the sidecar names last settled
 }
 
 // +kubebuilder:rbac:groups=hosting.unitlet.dev,resources=instances,verbs=get;list;watch;update;patch

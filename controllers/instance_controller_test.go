@@ -258,8 +258,9 @@ func TestOtherNodesInstanceUntouched(t *testing.T) {
 }
 
 func TestDeleteReleasesLease(t *testing.T) {
-	create(t, instance("gone"))
+	create(t, instance("gone", withSidecars("worker")))
 	inst := waitInstance(t, "gone", v1.ConditionReady, "True/Reconciled")
+	eventually(t, "sidecar started", func() (bool, string) { return fake.Count("start gone/sidecar.worker") == 1, "" })
 	if err := k8s.Delete(context.Background(), inst); err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +272,7 @@ func TestDeleteReleasesLease(t *testing.T) {
 		got := conditionSeries(t, "gone")
 		return len(got) == 0, fmt.Sprint(got)
 	})
-	want := []string{"start gone/g1", "promote gone/g1", "retire gone/g1", "retire gone/seed", "retire gone/sidecar", "remove gone/all"}
+	want := []string{"start gone/g1", "promote gone/g1", "start gone/sidecar.worker", "retire gone/g1", "retire gone/seed", "retire gone/sidecar.worker", "remove gone/all"}
 	if diff := cmp.Diff(want, fake.Calls("gone")); diff != "" {
 		t.Errorf("calls (-want,+got):\n%s", diff)
 	}

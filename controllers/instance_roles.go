@@ -24,10 +24,10 @@ func (s *swap) roleRef(r layout.Role) node.Ref {
 	return node.Ref{InstanceRef: s.ref(), Role: r}
 }
 
-func (s *swap) roleRequest(r layout.Role, role v1.Role) node.StartRequest {
+func (s *swap) roleRequest(ref node.Ref, role v1.Role) node.StartRequest {
 	t := &s.inst.Spec.Template
 	return node.StartRequest{
-		Ref: s.roleRef(r), Host: s.inst.Spec.Host, Command: role.Command, Args: role.Args,
+		Ref: ref, Host: s.inst.Spec.Host, Command: role.Command, Args: role.Args,
 		SpecEnv: specEnv(t), WorkingDir: t.WorkingDir, User: t.User,
 		Parent: tierOf(t.Tier), Grace: time.Second,
 	}
@@ -77,7 +77,7 @@ func (s *swap) ensureSeed(ctx context.Context) (bool, ctrl.Result, error) {
 			return false, ctrl.Result{}, kill.Err()
 		}
 	}
-	res := s.r.Runtime.Start(ctx, s.roleRequest(layout.RoleSeed, *seed))
+	res := s.r.Runtime.Start(ctx, s.roleRequest(ref, *seed))
 	switch res.Start.Kind {
 	case outcome.NotStarted:
 		s.note = note{reason: v1.ReasonSeedFailed, stalled: true, msg: "seed not started: " + res.Start.Err().Error()}
@@ -104,42 +104,19 @@ func (s *swap) markSeeded(ctx context.Context) error {
 	return nil
 }
 
-// ensureSidecar keeps the sidecar running beside the serving generation,
-// restarting it (after proving the dead one gone) when it has died.
-func (s *swap) ensureSidecar(ctx context.Context) error {
-	t := &s.inst.Spec.Template
-	if len(t.Sidecars) == 0 {
-		return nil
-	}
-	ref := s.roleRef(layout.RoleSidecar)
-	st, err := s.r.Runtime.Observe(ctx, ref)
-	if err != nil {
-		return fmt.Errorf("observe sidecar: %w", err)
-	}
-	if st.Populated || st.ActiveState == "active" || st.ActiveState == "activating" {
-		return nil
-	}
-	if st.Exit != nil || st.Loaded {
-		if kill := s.r.Runtime.Retire(ctx, ref, time.Second); !kill.Proven {
-			return fmt.Errorf("sidecar: %w", kill.Err())
-		}
-		s.r.event(s.inst, corev1.EventTypeWarning, "SidecarRestarted", "Sidecar", "sidecar %s died (%s); starting it again",
-			t.Sidecars[0].Name, exitText(st.Exit))
-	}
-	res := s.r.Runtime.Start(ctx, s.roleRequest(layout.RoleSidecar, t.Sidecars[0].Role))
-	if res.Start.Kind == outcome.NotStarted {
-		return fmt.Errorf("sidecar %s not started: %w", t.Sidecars[0].Name, res.Start.Err())
-	}
-	return nil
-}
-
-// retireRoles proves the seed and sidecar slots gone (suspend, delete).
+// retireRoles proves the seed and every sidecar slot gone (suspend,
+// delete), also sidecars no longer in the template.
 func (s *swap) retireRoles(ctx context.Context) (bool, error) {
-	for _, r := range []layout.Role{layout.RoleSeed, layout.RoleSidecar} {
-		if kill := s.r.Runtime.Retire(ctx, s.roleRef(r), time.Second); !kill.Proven {
-			s.note = note{reason: string(kill.Reason), msg: fmt.Sprintf("%s: %v", r, kill.Err()), unproven: true, reconciling: true}
+	refs, err := s.sidecarSlots(ctx)
+	if err != nil {
+		return false, err
+	}
+	for _, ref := range append([]node.Ref{s.roleRef(layout.RoleSeed)}, refs...) {
+		if kill := s.r.Runtime.Retire(ctx, ref, time.Second); !kill.Proven {
+			s.note = note{reason: string(kill.Reason), msg: fmt.Sprintf("%s: %v", slotName(ref), kill.Err()), unproven: true, reconciling: true}
 			return false, nil
 		}
 	}
+	s.r.sidecars.forget(s.ref())
 	return true, nil
 }

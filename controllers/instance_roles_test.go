@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -54,14 +55,72 @@ func TestSeedFailureStallsWithItsExit(t *testing.T) {
 	waitInstance(t, "badseed", v1.ConditionReady, "True/Reconciled")
 }
 
+func withSidecars(names ...string) func(*v1.Instance) {
+	return func(i *v1.Instance) {
+		i.Spec.Template.Sidecars = nil
+		for _, n := range names {
+			i.Spec.Template.Sidecars = append(i.Spec.Template.Sidecars, v1.Sidecar{Name: n, Role: v1.Role{Command: []string{"/usr/bin/" + n}}})
+		}
+	}
+}
+
+// Two sidecars run side by side; when one dies only it is proven gone and
+// started again, the other is left alone.
 func TestSidecarRestartedWhenItDies(t *testing.T) {
-	create(t, instance("sided", func(i *v1.Instance) {
-		i.Spec.Template.Sidecars = []v1.Sidecar{{Name: "worker", Role: v1.Role{Command: []string{"/usr/bin/worker"}}}}
-	}))
+	create(t, instance("sided", withSidecars("worker", "cache")))
 	waitInstance(t, "sided", v1.ConditionReady, "True/Reconciled")
-	eventually(t, "sidecar started", func() (bool, string) { return fake.Count("start sided/sidecar") == 1, "" })
-	fake.exit(roleRef("sided", layout.RoleSidecar), 1)
-	eventually(t, "sidecar restarted", func() (bool, string) {
-		return fake.Count("start sided/sidecar") == 2 && fake.Count("retire sided/sidecar") >= 1, strings.Join(fake.Calls("sided"), ", ")
+	eventually(t, "sidecars started", func() (bool, string) {
+		return fake.Count("start sided/sidecar.worker") == 1 && fake.Count("start sided/sidecar.cache") == 1, strings.Join(fake.Calls("sided"), ", ")
 	})
+	fake.exit(node.SidecarRef("default", "sided", "worker"), 1)
+	eventually(t, "worker restarted", func() (bool, string) {
+		return fake.Count("start sided/sidecar.worker") == 2 && fake.Count("retire sided/sidecar.worker") >= 1, strings.Join(fake.Calls("sided"), ", ")
+	})
+	if n, r := fake.Count("start sided/sidecar.cache"), fake.Count("retire sided/sidecar.cache"); n != 1 || r != 0 {
+		t.Errorf("cache started %d times and retired %d times, want 1 and 0: %s", n, r, strings.Join(fake.Calls("sided"), ", "))
+	}
+}
+
+// A sidecar removed from the template is retired; the one kept runs on.
+// Deleting the Instance retires the rest.
+func TestSidecarRemovedFromTheTemplateIsRetired(t *testing.T) {
+	create(t, instance("trimmed", withSidecars("worker", "cache")))
+	waitInstance(t, "trimmed", v1.ConditionReady, "True/Reconciled")
+	eventually(t, "sidecars started", func() (bool, string) {
+		return fake.Count("start trimmed/sidecar.worker") == 1 && fake.Count("start trimmed/sidecar.cache") == 1, strings.Join(fake.Calls("trimmed"), ", ")
+	})
+	updateInstance(t, "trimmed", withSidecars("worker"))
+	eventually(t, "cache retired", func() (bool, string) {
+		return fake.Count("retire trimmed/sidecar.cache") >= 1, strings.Join(fake.Calls("trimmed"), ", ")
+	})
+	waitInstance(t, "trimmed", v1.ConditionReady, "True/Reconciled")
+	if n, r := fake.Count("start trimmed/sidecar.worker"), fake.Count("retire trimmed/sidecar.worker"); n != 1 || r != 0 {
+		t.Errorf("worker started %d times and retired %d times, want 1 and 0", n, r)
+	}
+	if n := fake.Count("start trimmed/sidecar.cache"); n != 1 {
+		t.Errorf("cache started %d times after its removal, want once in all", n)
+	}
+}
+
+// Suspend retires every sidecar, also one removed from the template in
+// the same change: the node's listing names it.
+func TestSuspendRetiresSidecarsRemovedFromTheTemplate(t *testing.T) {
+	create(t, instance("hushed", withSidecars("worker", "cache")))
+	waitInstance(t, "hushed", v1.ConditionReady, "True/Reconciled")
+	eventually(t, "sidecars started", func() (bool, string) {
+		return fake.Count("start hushed/sidecar.worker") == 1 && fake.Count("start hushed/sidecar.cache") == 1, strings.Join(fake.Calls("hushed"), ", ")
+	})
+	updateInstance(t, "hushed", func(i *v1.Instance) {
+		withSidecars("worker")(i)
+		i.Spec.Suspend = true
+	})
+	eventually(t, "both retired", func() (bool, string) {
+		return fake.Count("retire hushed/sidecar.worker") >= 1 && fake.Count("retire hushed/sidecar.cache") >= 1, strings.Join(fake.Calls("hushed"), ", ")
+	})
+	refs, _ := fake.List(context.Background())
+	for _, ref := range refs {
+		if ref.Name == "hushed" {
+			t.Errorf("%s still held after suspend", slot(ref))
+		}
+	}
 }

@@ -124,7 +124,7 @@ func (s *swap) advance(ctx context.Context) (ctrl.Result, error) {
 	}
 	if latest.Spec.Retired {
 		if active != nil {
-			if err := s.ensureSidecar(ctx); err != nil {
+			if err := s.ensureSidecars(ctx); err != nil {
 				return ctrl.Result{}, err
 			}
 		}
@@ -139,7 +139,7 @@ func (s *swap) advance(ctx context.Context) (ctrl.Result, error) {
 		return ctrl.Result{}, nil
 	}
 	if latest == active {
-		if err := s.ensureSidecar(ctx); err != nil {
+		if err := s.ensureSidecars(ctx); err != nil {
 			return ctrl.Result{}, err
 		}
 		return s.settle(ctx)

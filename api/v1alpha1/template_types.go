@@ -62,9 +62,9 @@ type Template struct {
 	Seed *Role `json:"seed,omitempty"`
 
 	// Sidecars are processes started with the first generation and kept
-	// running beside it. One for now: the node keys role units by role.
+	// running beside it, each restarted on its own when it dies.
 	// +optional
-	// +kubebuilder:validation:MaxItems=1
+	// +kubebuilder:validation:MaxItems=8
 	// +listType=map
 	// +listMapKey=name
 	Sidecars []Sidecar `json:"sidecars,omitempty"`

@@ -3,8 +3,6 @@ package cgroups
 import (
 	"context"
 	"fmt"
-
-	"github.com/unitlet/unitlet/runtime/layout"
 )
 
 // Disabled is the Manager of a node with no delegated hierarchy: every
@@ -26,7 +24,7 @@ func (disabled) Mode() Mode                                      { return ModeNo
 func (disabled) Parent() string                                  { return "" }
 func (d disabled) EnsureParent(Tier) error                       { return d.err() }
 func (d disabled) CreateGeneration(uint64, Tier) (string, error) { return "", d.err() }
-func (d disabled) CreateRole(layout.Role) (string, error)        { return "", d.err() }
+func (d disabled) CreateRole(string) (string, error)             { return "", d.err() }
 func (d disabled) RaiseParent(Tier) error                        { return d.err() }
 func (d disabled) RestoreParent() error                          { return d.err() }
 func (d disabled) Place(int, string) error                       { return d.err() }

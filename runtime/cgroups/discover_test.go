@@ -18,7 +18,7 @@ func TestDiscoverFromFileSystem(t *testing.T) {
 	a := newManager(t, cfg, "a", Tier{})
 	b := newManager(t, cfg, "b", Tier{})
 	ga, _ := a.CreateGeneration(3, Tier{})
-	seed, _ := a.CreateRole(layout.RoleSeed)
+	seed, _ := a.CreateRole(seedChild(t))
 	gb, _ := b.CreateGeneration(1, Tier{})
 	pa := spawnIn(t, a, ga, "exec sleep 1000", 1)
 	pb := spawnIn(t, b, gb, "exec sleep 1000", 1)

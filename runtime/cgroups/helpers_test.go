@@ -16,6 +16,8 @@ import (
 
 	"github.com/go-logr/logr/testr"
 	"golang.org/x/sys/unix"
+
+	"github.com/unitlet/unitlet/runtime/layout"
 )
 
 func needRoot(t testing.TB) {
@@ -178,3 +180,22 @@ func readFile(t testing.TB, path ...string) string {
 }
 
 func itoa(i int) string { return fmt.Sprint(i) }
+
+// seedChild and sidecarChild are the role children layout names.
+func seedChild(t testing.TB) string {
+	t.Helper()
+	c, err := layout.RoleCgroup(layout.RoleSeed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func sidecarChild(t testing.TB, name string) string {
+	t.Helper()
+	c, err := layout.SidecarCgroup(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}

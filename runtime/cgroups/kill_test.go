@@ -6,8 +6,6 @@ import (
 	"os"
 	"testing"
 	"time"
-
-	"github.com/unitlet/unitlet/runtime/layout"
 )
 
 // A generation of 101 real processes (a shell fork tree) is killed and
@@ -17,13 +15,18 @@ func TestKillGenerationOnly(t *testing.T) {
 	m := newManager(t, cfg, "kill", Tier{Pids: 1024})
 	g1, _ := m.CreateGeneration(1, Tier{Pids: 512})
 	g2, _ := m.CreateGeneration(2, Tier{Pids: 512})
-	sidecar, err := m.CreateRole(layout.RoleSidecar)
+	sidecar, err := m.CreateRole(sidecarChild(t, "side"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := m.CreateRole(sidecarChild(t, "other"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	tree := spawnIn(t, m, g1, treeScript, 101)
 	sibling := spawnIn(t, m, g2, "exec sleep 1000", 1)
 	side := spawnIn(t, m, sidecar, "exec sleep 1000", 1)
+	otherSide := spawnIn(t, m, other, "exec sleep 1000", 1)
 	victims, _ := m.Pids(g1)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -41,13 +44,20 @@ func TestKillGenerationOnly(t *testing.T) {
 		}
 	}
 	_ = tree
-	for name, pid := range map[string]int{g2: sibling.pid(), sidecar: side.pid()} {
+	for name, pid := range map[string]int{g2: sibling.pid(), sidecar: side.pid(), other: otherSide.pid()} {
 		if !alive(pid) {
 			t.Errorf("%s: pid %d was killed", name, pid)
 		}
 		if pids, _ := m.Pids(name); len(pids) != 1 {
 			t.Errorf("%s holds %v, want its one process", name, pids)
 		}
+	}
+	// Each sidecar has a child of its own: killing one leaves the other.
+	if p := m.KillAndEmpty(ctx, sidecar); !p.Proven {
+		t.Fatalf("KillAndEmpty(%s) = %+v, want proven", sidecar, p)
+	}
+	if alive(side.pid()) || !alive(otherSide.pid()) {
+		t.Errorf("after killing %s: its pid alive %v, %s's pid alive %v (want false, true)", sidecar, alive(side.pid()), other, alive(otherSide.pid()))
 	}
 	// An absent child is empty: proven at once. Removal is separate.
 	if p := m.KillAndEmpty(ctx, "g9"); !p.Proven {

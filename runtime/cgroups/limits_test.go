@@ -24,7 +24,7 @@ func TestLimitsV1WrittenAndReadBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sidecar, err := m.CreateRole(layout.RoleSidecar)
+	sidecar, err := m.CreateRole(sidecarChild(t, "side"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,14 +84,16 @@ func TestChildrenAreFreshAndNamed(t *testing.T) {
 	if _, err := m.CreateGeneration(1, Tier{}); !errors.Is(err, ErrChildExists) {
 		t.Errorf("second g1: %v, want ErrChildExists", err)
 	}
-	if _, err := m.CreateRole(layout.RoleSeed); err != nil {
+	if _, err := m.CreateRole(seedChild(t)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.CreateRole(layout.RoleSeed); !errors.Is(err, ErrChildExists) {
+	if _, err := m.CreateRole(seedChild(t)); !errors.Is(err, ErrChildExists) {
 		t.Errorf("second role-seed: %v, want ErrChildExists", err)
 	}
-	if _, err := m.CreateRole(layout.RoleRun); err == nil {
-		t.Error("role run has no cgroup of its own, want an error")
+	for _, child := range []string{"g1", "role-sidecar", "role-run", "x"} {
+		if _, err := m.CreateRole(child); !errors.Is(err, ErrNotAChild) {
+			t.Errorf("CreateRole(%q): %v, want ErrNotAChild", child, err)
+		}
 	}
 	other, err := New(cfg, "ns", "noparent")
 	if err != nil {

@@ -36,9 +36,9 @@ func (c Config) root() string {
 }
 
 // Manager contains one instance: its parent cgroup and the children below.
-// Child names are g<n> (layout.GenerationCgroup) or role-seed and
-// role-sidecar (layout.RoleCgroup); the parent itself never holds a
-// process.
+// Child names are g<n> (layout.GenerationCgroup), role-seed
+// (layout.RoleCgroup) or role-sidecar-<name> (layout.SidecarCgroup); the
+// parent itself never holds a process.
 type Manager interface {
 	// Mode is the cgroup arrangement this manager drives.
 	Mode() Mode
@@ -50,8 +50,9 @@ type Manager interface {
 	// CreateGeneration creates g<n> with the tier's limits. It is always
 	// fresh: an existing g<n> is ErrChildExists, generation 0 is refused.
 	CreateGeneration(n uint64, tier Tier) (child string, err error)
-	// CreateRole creates role-<r> with no limit of its own, fresh.
-	CreateRole(r layout.Role) (child string, err error)
+	// CreateRole creates a role child (role-seed, role-sidecar-<name>, as
+	// layout.Proc.Cgroup names it) with no limit of its own, fresh.
+	CreateRole(child string) (string, error)
 	// RaiseParent sets the parent to the overlap limit before a successor
 	// starts.
 	RaiseParent(overlap Tier) error
@@ -83,7 +84,7 @@ type Manager interface {
 var (
 	ErrChildExists  = errors.New("cgroups: child already exists (children are never reused)")
 	ErrNoChild      = errors.New("cgroups: no such child")
-	ErrNotAChild    = errors.New("cgroups: not a child name (g<n>, role-seed, role-sidecar)")
+	ErrNotAChild    = errors.New("cgroups: not a child name (g<n>, role-seed, role-sidecar-<name>)")
 	ErrParentAbsent = errors.New("cgroups: instance parent does not exist")
 )
 
@@ -166,10 +167,8 @@ func checkChild(child string) error {
 	if _, ok := layout.ParseGenerationCgroup(child); ok {
 		return nil
 	}
-	for _, r := range []layout.Role{layout.RoleSeed, layout.RoleSidecar} {
-		if c, err := layout.RoleCgroup(r); err == nil && c == child {
-			return nil
-		}
+	if layout.IsRoleCgroup(child) {
+		return nil
 	}
 	return fmt.Errorf("%w: %q", ErrNotAChild, child)
 }
@@ -211,10 +210,9 @@ func (m *instance) CreateGeneration(n uint64, tier Tier) (string, error) {
 	return child, nil
 }
 
-func (m *instance) CreateRole(r layout.Role) (string, error) {
-	child, err := layout.RoleCgroup(r)
-	if err != nil {
-		return "", err
+func (m *instance) CreateRole(child string) (string, error) {
+	if !layout.IsRoleCgroup(child) {
+		return "", fmt.Errorf("%w: %q is not a role child", ErrNotAChild, child)
 	}
 	return child, m.createChild(child)
 }

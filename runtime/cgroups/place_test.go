@@ -7,8 +7,6 @@ import (
 	"path"
 	"strings"
 	"testing"
-
-	"github.com/unitlet/unitlet/runtime/layout"
 )
 
 // A placed process sits in the child in every hierarchy there is: each
@@ -79,7 +77,7 @@ func TestPlaceRefusals(t *testing.T) {
 func TestShimPlacesItselfBeforeExec(t *testing.T) {
 	cfg := testConfig(t)
 	m := newManager(t, cfg, "shim", Tier{})
-	sidecar, err := m.CreateRole(layout.RoleSidecar)
+	sidecar, err := m.CreateRole(sidecarChild(t, "side"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,8 +13,6 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/unitlet/unitlet/runtime/layout"
 )
 
 // TestV2 runs the cgroup v2 code path for real. On the host it starts
@@ -89,7 +87,7 @@ func testV2Inside(t *testing.T) {
 		t.Fatal(err)
 	}
 	g2, _ := m.CreateGeneration(2, tier)
-	sidecar, _ := m.CreateRole(layout.RoleSidecar)
+	sidecar, _ := m.CreateRole(sidecarChild(t, "side"))
 
 	t.Run("limits where a controller exists", func(t *testing.T) {
 		have := m.(*instance).d.controllers(path.Join(m.Parent(), g1))

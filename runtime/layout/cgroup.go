@@ -39,14 +39,42 @@ func GenerationCgroup(n uint64) (string, error) {
 	return fmt.Sprintf("g%d", n), nil
 }
 
-// RoleCgroup is the child a non-generation role runs in (role-seed,
-// role-sidecar); it carries no limit of its own.
+// RoleCgroup is the child the seed runs in (role-seed); it carries no
+// limit of its own. A sidecar's child is SidecarCgroup.
 func RoleCgroup(r Role) (string, error) {
 	switch r {
-	case RoleSeed, RoleSidecar:
+	case RoleSeed:
 		return "role-" + string(r), nil
+	case RoleSidecar:
+		return "", fmt.Errorf("role sidecar: %w", ErrBadSidecarName)
 	}
 	return "", fmt.Errorf("role %q has no cgroup of its own", r)
+}
+
+// sidecarCgroupPrefix starts every sidecar's child.
+const sidecarCgroupPrefix = "role-sidecar-"
+
+// SidecarCgroup is the child the sidecar called name runs in,
+// role-sidecar-<name>, with no limit of its own.
+func SidecarCgroup(name string) (string, error) {
+	if len(name) > SidecarNameMax || !isDNSLabel(name) {
+		return "", fmt.Errorf("%w: %q", ErrBadSidecarName, name)
+	}
+	return sidecarCgroupPrefix + name, nil
+}
+
+// IsRoleCgroup reports whether child is a role child layout derives
+// (role-seed or role-sidecar-<name>).
+func IsRoleCgroup(child string) bool {
+	if seed, _ := RoleCgroup(RoleSeed); child == seed {
+		return true
+	}
+	name, ok := strings.CutPrefix(child, sidecarCgroupPrefix)
+	if !ok {
+		return false
+	}
+	_, err := SidecarCgroup(name)
+	return err == nil
 }
 
 // ParseGenerationCgroup is the inverse of GenerationCgroup, for re-discovery

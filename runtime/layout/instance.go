@@ -32,10 +32,12 @@ var ErrRunRootTooLong = errors.New("run root too long for unix socket paths")
 const SunPathMax = 107
 
 // longestSocketSuffix is the longest name a socket gets beneath the run
-// dir: a generation's control socket with a 20-digit generation number
-// ("/g18446744073709551615/app.sock.control"). Deciding the run dir by
-// the worst case keeps it the same for every generation of an instance.
-const longestSocketSuffix = len("/g18446744073709551615/app.sock.control")
+// dir: the log socket of a sidecar whose name is SidecarNameMax long
+// ("/logs/sc.<32>.sock", 46 bytes), longer than a generation's control
+// socket with a 20-digit generation number
+// ("/g18446744073709551615/app.sock.control", 39). Deciding the run dir by
+// the worst case keeps it the same for every slot of an instance.
+const longestSocketSuffix = len("/logs/"+sidecarLogSocketPrefix) + SidecarNameMax + len(".sock")
 
 // shortDir holds run dirs whose natural path would not fit sun_path.
 const shortDir = "h"

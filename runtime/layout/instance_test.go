@@ -94,20 +94,29 @@ func TestLongNamesFitSunPath(t *testing.T) {
 	}
 	g, _ := inst.Generation(^uint64(0))
 	cmd, _ := inst.Proc(RoleCmd, 0)
-	for _, p := range []string{app, ControlSocket(app), inst.StableSocket(), g.LogSocket(), cmd.ErrLogSocket()} {
+	sc, err := inst.Sidecar(strings.Repeat("s", SidecarNameMax))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{app, ControlSocket(app), inst.StableSocket(), g.LogSocket(), cmd.ErrLogSocket(), sc.LogSocket()} {
 		if len(p) > SunPathMax {
 			t.Errorf("%q is %d bytes, over %d", p, len(p), SunPathMax)
 		}
 	}
-	ctl := ControlSocket(app)
-	if err := os.MkdirAll(filepath.Dir(ctl), 0o700); err != nil {
-		t.Fatal(err)
+	// The run dir leaves exactly the room for the longest name, no less.
+	if got := len(sc.LogSocket()) - len(inst.RunDir()); got != longestSocketSuffix {
+		t.Errorf("longest sidecar log socket suffix is %d bytes, layout reserves %d", got, longestSocketSuffix)
 	}
-	ln, err := net.Listen("unix", ctl)
-	if err != nil {
-		t.Fatalf("bind %q: %v", ctl, err)
+	for _, sock := range []string{ControlSocket(app), sc.LogSocket()} {
+		if err := os.MkdirAll(filepath.Dir(sock), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		ln, err := net.Listen("unix", sock)
+		if err != nil {
+			t.Fatalf("bind %q: %v", sock, err)
+		}
+		ln.Close()
 	}
-	ln.Close()
 	// A short name keeps its natural path.
 	short, _ := l.Instance("ns", "web")
 	if want := filepath.Join(runRoot, "ns", "web"); short.RunDir() != want {

@@ -1,6 +1,8 @@
 package layout
 
 import (
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -21,7 +23,6 @@ func TestProcNames(t *testing.T) {
 	}{
 		"generation": {RoleRun, 12, names{"launch.gen.12.json", "exit.gen.12.", "/r/a-b/c/logs/g12.sock", "", `unitlet-a\x2db-c-g12.service`}},
 		"seed":       {RoleSeed, 0, names{"launch.seed.json", "exit.seed.", "/r/a-b/c/logs/seed.sock", "", `unitlet-a\x2db-c-seed.service`}},
-		"sidecar":    {RoleSidecar, 0, names{"launch.sidecar.json", "exit.sidecar.", "/r/a-b/c/logs/sidecar.sock", "", `unitlet-a\x2db-c-sidecar.service`}},
 		"cmd":        {RoleCmd, 0, names{"launch.cmd.json", "exit.cmd.", "/r/a-b/c/logs/cmd.out.sock", "/r/a-b/c/logs/cmd.err.sock", `unitlet-a\x2db-c-cmd.service`}},
 	}
 	for name, tc := range tests {
@@ -38,6 +39,117 @@ func TestProcNames(t *testing.T) {
 	}
 }
 
+func TestSidecarNames(t *testing.T) {
+	inst, err := Layout{StateRoot: "/s", RunRoot: "/r"}.Instance("a-b", "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type names struct{ Launch, Exit, Log, ErrLog, Unit, Cgroup string }
+	tests := map[string]struct {
+		sidecar string
+		want    names
+	}{
+		"plain":  {"cache", names{"launch.sidecar.cache.json", "exit.sidecar.cache.", "/r/a-b/c/logs/sc.cache.sock", "", `unitlet-a\x2db-c-sidecar-cache.service`, "role-sidecar-cache"}},
+		"dashed": {"log-shipper", names{"launch.sidecar.log-shipper.json", "exit.sidecar.log-shipper.", "/r/a-b/c/logs/sc.log-shipper.sock", "", `unitlet-a\x2db-c-sidecar-log\x2dshipper.service`, "role-sidecar-log-shipper"}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			p, err := inst.Sidecar(tc.sidecar)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cg, err := p.Cgroup()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := names{p.LaunchFile(), p.ExitPrefix(), p.LogSocket(), p.ErrLogSocket(), p.UnitName(), cg}
+			if d := cmp.Diff(tc.want, got); d != "" {
+				t.Errorf("(-want,+got):\n%s", d)
+			}
+			if p.Role() != RoleSidecar || p.SidecarName() != tc.sidecar || p.Generation() != 0 {
+				t.Errorf("slot %s %q %d", p.Role(), p.SidecarName(), p.Generation())
+			}
+			if !IsRoleCgroup(cg) {
+				t.Errorf("IsRoleCgroup(%q) = false", cg)
+			}
+		})
+	}
+}
+
+// No two slots of an instance share any per-process name, so one
+// sidecar's start, kill or records never touch another's.
+func TestSlotNamesAreDistinct(t *testing.T) {
+	inst, _ := Layout{StateRoot: "/s", RunRoot: "/r"}.Instance("n", "x")
+	var procs []Proc
+	for _, s := range []string{"a", "ab", "a-b", "b", "seed", "g1", "cmd"} {
+		p, err := inst.Sidecar(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		procs = append(procs, p)
+	}
+	seed, _ := inst.Proc(RoleSeed, 0)
+	cmd, _ := inst.Proc(RoleCmd, 0)
+	g1, _ := inst.Generation(1)
+	procs = append(procs, seed, cmd, g1)
+	seen := map[string]string{}
+	for _, p := range procs {
+		who := fmt.Sprintf("%s/%s/%d", p.Role(), p.SidecarName(), p.Generation())
+		cg, _ := p.Cgroup()
+		for kind, n := range map[string]string{"launch": p.LaunchFile(), "exit": p.ExitPrefix(), "log": p.LogSocket(), "unit": p.UnitName(), "cgroup": cg} {
+			if n == "" {
+				continue
+			}
+			if other, dup := seen[kind+" "+n]; dup {
+				t.Errorf("%s and %s share %s %q", who, other, kind, n)
+			}
+			seen[kind+" "+n] = who
+		}
+	}
+	// Exit prefixes end in a dot a name cannot hold: none matches another's records.
+	for _, a := range procs {
+		for _, b := range procs {
+			if a != b && strings.HasPrefix(b.ExitPrefix(), a.ExitPrefix()) {
+				t.Errorf("%q is a prefix of %q", a.ExitPrefix(), b.ExitPrefix())
+			}
+		}
+	}
+}
+
+func TestSidecarRejectsBadNames(t *testing.T) {
+	inst, _ := Layout{StateRoot: "/s", RunRoot: "/r"}.Instance("n", "x")
+	tests := map[string]string{
+		"empty":      "",
+		"too long":   strings.Repeat("a", SidecarNameMax+1),
+		"dot":        "a.b",
+		"upper":      "Cache",
+		"dash first": "-a",
+		"slash":      "a/b",
+	}
+	for label, name := range tests {
+		t.Run(label, func(t *testing.T) {
+			if _, err := inst.Sidecar(name); !errors.Is(err, ErrBadSidecarName) {
+				t.Errorf("Sidecar(%q): got %v, want ErrBadSidecarName", name, err)
+			}
+			if _, err := SidecarCgroup(name); !errors.Is(err, ErrBadSidecarName) {
+				t.Errorf("SidecarCgroup(%q): got %v, want ErrBadSidecarName", name, err)
+			}
+		})
+	}
+	if _, err := inst.Sidecar(strings.Repeat("a", SidecarNameMax)); err != nil {
+		t.Errorf("a %d-character name: %v", SidecarNameMax, err)
+	}
+	if _, err := inst.Proc(RoleSidecar, 0); !errors.Is(err, ErrBadSidecarName) {
+		t.Errorf("unnamed sidecar: got %v, want ErrBadSidecarName", err)
+	}
+	if _, err := inst.Slot(RoleSeed, 0, "a"); err == nil {
+		t.Error("a seed with a sidecar name: want error")
+	}
+	if IsRoleCgroup("role-sidecar") || IsRoleCgroup("role-sidecar-") || IsRoleCgroup("g1") {
+		t.Error("IsRoleCgroup accepts a name layout does not derive")
+	}
+}
+
 func TestProcRejectsBadPairs(t *testing.T) {
 	inst, err := Layout{StateRoot: "/s", RunRoot: "/r"}.Instance("n", "x")
 	if err != nil {
@@ -49,6 +161,7 @@ func TestProcRejectsBadPairs(t *testing.T) {
 	}{
 		"run without generation": {RoleRun, 0},
 		"seed with generation":   {RoleSeed, 2},
+		"sidecar without a name": {RoleSidecar, 0},
 		"unknown role":           {Role("web"), 0},
 	}
 	for name, tc := range tests {
@@ -80,6 +193,14 @@ func TestLongNamesShortenUnitNames(t *testing.T) {
 	}
 	g, _ := inst.Generation(^uint64(0))
 	if n := g.UnitName(); len(n) > 255 || !strings.HasPrefix(n, "unitlet-"+inst.ShortID()+"-g") {
+		t.Errorf("unit name %q (%d bytes)", n, len(n))
+	}
+	// The longest sidecar name, all dashes inside, escapes to 4 bytes each.
+	sc, err := inst.Sidecar("a" + strings.Repeat("-", SidecarNameMax-2) + "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := sc.UnitName(); len(n) > 255 || !strings.HasPrefix(n, "unitlet-"+inst.ShortID()+"-sidecar-") {
 		t.Errorf("unit name %q (%d bytes)", n, len(n))
 	}
 	if want := "unitlet-" + inst.ShortID() + ".slice"; inst.SliceName() != want {

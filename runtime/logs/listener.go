@@ -34,6 +34,7 @@ type Labels struct {
 	Namespace, Name, Host string
 	Role                  layout.Role
 	Generation            uint64
+	Sidecar               string // the sidecar's name, role sidecar only
 	Stream                string // "" for combined output; "stderr" for cmd's second socket
 }
 
@@ -42,6 +43,9 @@ func (l Labels) source() string {
 	s := string(l.Role)
 	if l.Generation != 0 {
 		s = "g" + strconv.FormatUint(l.Generation, 10)
+	}
+	if l.Sidecar != "" {
+		s += "." + l.Sidecar // several sidecars write into one file
 	}
 	if l.Stream != "" {
 		s += "/" + l.Stream
@@ -89,6 +93,9 @@ func Listen(path string, opts Options) (*Listener, error) {
 	lb := opts.Labels
 	l.log = opts.Logger.WithValues("namespace", lb.Namespace, "name", lb.Name, "host", lb.Host,
 		"role", string(lb.Role), "generation", lb.Generation)
+	if lb.Sidecar != "" {
+		l.log = l.log.WithValues("sidecar", lb.Sidecar)
+	}
 	if lb.Stream != "" {
 		l.log = l.log.WithValues("stream", lb.Stream)
 	}

@@ -153,3 +153,24 @@ func TestCloseStopsAndRemovesSocket(t *testing.T) {
 		t.Errorf("socket file left behind: %v", err)
 	}
 }
+
+// Each slot's lines carry a source of their own, so two sidecars writing
+// into one file stay apart.
+func TestLabelsSource(t *testing.T) {
+	tests := map[string]struct {
+		labels Labels
+		want   string
+	}{
+		"generation":   {Labels{Role: layout.RoleRun, Generation: 3}, "g3"},
+		"seed":         {Labels{Role: layout.RoleSeed}, "seed"},
+		"sidecar":      {Labels{Role: layout.RoleSidecar, Sidecar: "cache"}, "sidecar.cache"},
+		"cmd's stderr": {Labels{Role: layout.RoleCmd, Stream: "stderr"}, "cmd/stderr"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if d := cmp.Diff(tc.want, tc.labels.source()); d != "" {
+				t.Errorf("(-want,+got):\n%s", d)
+			}
+		})
+	}
+}

@@ -37,7 +37,7 @@ func (n *Node) emptied(ctx context.Context, p layout.Proc) (<-chan struct{}, err
 		return nil, err
 	}
 	if m != nil {
-		child, err := childOf(p)
+		child, err := p.Cgroup()
 		if err != nil {
 			return nil, err
 		}

@@ -72,12 +72,12 @@ func (n *Node) relisten(in *instance, p layout.Proc) (*logs.Listener, error) {
 	}
 	_ = os.Remove(p.LogSocket()) // the dead agent's socket file
 	return logs.Listen(p.LogSocket(), logs.Options{
-		Labels: logs.Labels{Namespace: li.Namespace(), Name: li.Name(), Host: host, Role: p.Role(), Generation: p.Generation()},
+		Labels: logs.Labels{Namespace: li.Namespace(), Name: li.Name(), Host: host, Role: p.Role(), Generation: p.Generation(), Sidecar: p.SidecarName()},
 		File:   f, Logger: n.cfg.Log,
 	})
 }
 
 func refOf(p layout.Proc) Ref {
 	inst := p.Instance()
-	return Ref{InstanceRef: InstanceRef{inst.Namespace(), inst.Name()}, Role: p.Role(), Generation: p.Generation()}
+	return Ref{InstanceRef: InstanceRef{inst.Namespace(), inst.Name()}, Role: p.Role(), Generation: p.Generation(), Sidecar: p.SidecarName()}
 }

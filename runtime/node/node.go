@@ -20,11 +20,18 @@ type InstanceRef struct {
 }
 
 // Ref names one process slot of an Instance: a generation (Role run,
-// Generation ≥ 1) or a role unit (seed, sidecar; Generation 0).
+// Generation ≥ 1) or a role unit (seed, sidecar; Generation 0). A sidecar
+// also carries its name: an Instance may have several.
 type Ref struct {
 	InstanceRef
 	Role       layout.Role
 	Generation uint64
+	Sidecar    string // the sidecar's name, role sidecar only
+}
+
+// SidecarRef is the slot of the Instance's sidecar called name.
+func SidecarRef(namespace, name, sidecar string) Ref {
+	return Ref{InstanceRef: InstanceRef{namespace, name}, Role: layout.RoleSidecar, Sidecar: sidecar}
 }
 
 // GenerationRef is the run-role slot of generation n.

@@ -122,7 +122,7 @@ func (e *env) cgroupDir(t testing.TB, ref Ref) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	child, err := childOf(p)
+	child, err := p.Cgroup()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -186,9 +186,9 @@ func (n *Node) procOf(ref Ref) (layout.Proc, error) {
 	if err != nil {
 		return layout.Proc{}, err
 	}
-	p, err := li.Proc(ref.Role, ref.Generation)
+	p, err := li.Slot(ref.Role, ref.Generation, ref.Sidecar)
 	if err != nil {
-		return layout.Proc{}, fmt.Errorf("node: %s/%s %s %d: %w", ref.Namespace, ref.Name, ref.Role, ref.Generation, err)
+		return layout.Proc{}, fmt.Errorf("node: %s/%s %s %d %q: %w", ref.Namespace, ref.Name, ref.Role, ref.Generation, ref.Sidecar, err)
 	}
 	return p, nil
 }
@@ -213,12 +213,4 @@ func (n *Node) manager(li layout.Instance) (cgroups.Manager, error) {
 		return nil, nil
 	}
 	return ms.Manager(li)
-}
-
-// childOf is the cgroup child a slot runs in below the instance parent.
-func childOf(p layout.Proc) (string, error) {
-	if p.Generation() != 0 {
-		return layout.GenerationCgroup(p.Generation())
-	}
-	return layout.RoleCgroup(p.Role())
 }

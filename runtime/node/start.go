@@ -53,7 +53,7 @@ func (n *Node) Start(ctx context.Context, req StartRequest) StartResult {
 		return notStarted(err)
 	}
 	pr, err := prepare.Prepare(prepare.Request{
-		Instance: p.Instance(), Host: req.Host, Role: p.Role(), Generation: p.Generation(),
+		Instance: p.Instance(), Host: req.Host, Role: p.Role(), Generation: p.Generation(), Sidecar: p.SidecarName(),
 		SocketGID: n.cfg.SocketGID, AppUID: n.cfg.AppUID,
 		SpecEnv: req.SpecEnv, RefEnv: req.RefEnv,
 		Fence: in.fence.For(p.Generation()), State: n.stateFunc(in, p.Generation()),
@@ -83,7 +83,7 @@ func (n *Node) Start(ctx context.Context, req StartRequest) StartResult {
 			pr.Close()
 			return notStarted(fmt.Errorf("node: parent cgroup of %s: %w", res.Unit, err))
 		}
-		if child, err := childOf(p); err == nil {
+		if child, err := p.Cgroup(); err == nil {
 			res.Cgroup = path.Join(m.Parent(), child)
 		}
 	}
@@ -171,7 +171,7 @@ func (n *Node) populated(p layout.Proc, st units.Status) (bool, error) {
 	if m == nil {
 		return !st.Gone(), nil
 	}
-	child, err := childOf(p)
+	child, err := p.Cgroup()
 	if err != nil {
 		return false, err
 	}

@@ -33,6 +33,8 @@ type Request struct {
 	// generation it runs against (its env comes from that launch file);
 	// 0 for seed and sidecar.
 	Generation uint64
+	// Sidecar is the sidecar's name (role sidecar only).
+	Sidecar string
 	// SocketGID owns the run dir and sockets (so a proxy in that group can
 	// connect); AppUID owns the data dir and generation dir (so the app can
 	// write and bind there). -1: leave as created (root).
@@ -102,7 +104,7 @@ func Prepare(req Request) (res *Result, err error) {
 	if req.Role != layout.RoleRun {
 		nameGen = 0 // a cmd's own names are not keyed by its generation
 	}
-	p, err := req.Instance.Proc(req.Role, nameGen)
+	p, err := req.Instance.Slot(req.Role, nameGen, req.Sidecar)
 	if err != nil {
 		return nil, err
 	}
@@ -171,7 +173,7 @@ func Prepare(req Request) (res *Result, err error) {
 			return res, fmt.Errorf("stale log socket: %w", err)
 		}
 		res.Logs, err = logs.Listen(sock, logs.Options{
-			Labels: logs.Labels{Namespace: inst.Namespace(), Name: inst.Name(), Host: req.Host, Role: p.Role(), Generation: p.Generation()},
+			Labels: logs.Labels{Namespace: inst.Namespace(), Name: inst.Name(), Host: req.Host, Role: p.Role(), Generation: p.Generation(), Sidecar: p.SidecarName()},
 			File:   req.LogFile,
 			Logger: req.Logger,
 		})

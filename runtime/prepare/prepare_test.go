@@ -214,7 +214,11 @@ func TestAdminTokenMintedOnce(t *testing.T) {
 func TestSeedAndSidecarGetNoControlOrAppSocket(t *testing.T) {
 	f := newFixture(t)
 	for _, role := range []layout.Role{layout.RoleSeed, layout.RoleSidecar} {
-		res := prepareOK(t, f.request(role, 0))
+		req := f.request(role, 0)
+		if role == layout.RoleSidecar {
+			req.Sidecar = "side"
+		}
+		res := prepareOK(t, req)
 		if res.Control != nil || res.Logs == nil {
 			t.Errorf("%s: control %v, logs %v", role, res.Control, res.Logs)
 		}

@@ -115,14 +115,6 @@ func (b *Direct) Manager(inst layout.Instance) (cgroups.Manager, error) {
 // Shutdown bounds every running and future proof by ctx.
 func (b *Direct) Shutdown(ctx context.Context) { b.proofs.shutdownWith(ctx) }
 
-// childOf is the cgroup child p runs in.
-func childOf(p layout.Proc) (string, error) {
-	if p.Generation() != 0 {
-		return layout.GenerationCgroup(p.Generation())
-	}
-	return layout.RoleCgroup(p.Role())
-}
-
 func newInvocationID() (string, error) {
 	var b [16]byte
 	if _, err := rand.Read(b[:]); err != nil {
@@ -150,7 +142,7 @@ func (b *Direct) Start(ctx context.Context, spec Spec) outcome.Start {
 		// different user here would be silently ignored.
 		return fail(outcome.NotStarted, fmt.Errorf("units: direct backend: %s: Spec.User is not supported, set the launch file's user", unit))
 	}
-	child, err := childOf(p)
+	child, err := p.Cgroup()
 	if err != nil {
 		return fail(outcome.NotStarted, fmt.Errorf("units: %s: %w", unit, err))
 	}
@@ -164,7 +156,7 @@ func (b *Direct) Start(ctx context.Context, spec Spec) outcome.Start {
 	if p.Generation() != 0 {
 		_, err = m.CreateGeneration(p.Generation(), spec.Tier)
 	} else {
-		_, err = m.CreateRole(p.Role())
+		_, err = m.CreateRole(child)
 	}
 	if err != nil {
 		return fail(outcome.NotStarted, fmt.Errorf("units: %s: %w", unit, err))

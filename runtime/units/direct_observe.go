@@ -49,7 +49,7 @@ func readRecords(p layout.Proc) (records, error) {
 
 // Observe reads the unit's state from its records and its cgroup.
 func (b *Direct) Observe(ctx context.Context, p layout.Proc) (Status, error) {
-	child, err := childOf(p)
+	child, err := p.Cgroup()
 	if err != nil {
 		return Status{}, err
 	}

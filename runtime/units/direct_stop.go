@@ -158,7 +158,7 @@ func killReason(p cgroups.Proof, ctx context.Context) outcome.KillReason {
 }
 
 func (b *Direct) unit(p layout.Proc) (cgroups.Manager, string, records, error) {
-	child, err := childOf(p)
+	child, err := p.Cgroup()
 	if err != nil {
 		return nil, "", records{}, err
 	}

@@ -148,7 +148,7 @@ func TestSystemdRoleUnitSharesTheSlice(t *testing.T) {
 	b := env.backend(t, 5*time.Second)
 	g1 := env.proc(t, "roles", 1, "/bin/sleep", "1000")
 	inst := g1.Instance()
-	side, err := inst.Proc(layout.RoleSidecar, 0)
+	side, err := inst.Sidecar("side")
 	if err != nil {
 		t.Fatal(err)
 	}

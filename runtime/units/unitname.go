@@ -17,8 +17,9 @@ var ErrUnitName = errors.New("units: not an invertible unitlet unit name")
 
 // ParseUnitName maps a service name made by layout.Proc.UnitName back to
 // its process slot, for re-adoption after a restart. Each part was
-// escaped (a "-" inside namespace or name is \x2d), so the bare dashes
-// separate exactly three parts. The result must name the unit again.
+// escaped (a "-" inside namespace, name or sidecar name is \x2d), so the
+// bare dashes separate exactly three parts, four for a sidecar. The
+// result must name the unit again.
 //
 // This belongs in runtime/layout, next to UnitName; it lives here until
 // layout has it.
@@ -35,17 +36,20 @@ func ParseUnitName(lay layout.Layout, name string) (layout.Proc, error) {
 		return bad("not a service")
 	}
 	parts := strings.Split(rest, "-")
-	if len(parts) != 3 {
-		return bad("not <namespace>-<name>-<slot>")
+	if len(parts) != 3 && len(parts) != 4 {
+		return bad("not <namespace>-<name>-<slot> or <namespace>-<name>-sidecar-<sidecar>")
 	}
 	inst, err := lay.Instance(unit.UnitNameUnescape(parts[0]), unit.UnitNameUnescape(parts[1]))
 	if err != nil {
 		return layout.Proc{}, fmt.Errorf("%w: %q: %w", ErrUnitName, name, err)
 	}
 	var p layout.Proc
-	if n, ok := layout.ParseGenerationCgroup(parts[2]); ok {
+	switch n, ok := layout.ParseGenerationCgroup(parts[2]); {
+	case len(parts) == 4:
+		p, err = inst.Slot(layout.Role(parts[2]), 0, unit.UnitNameUnescape(parts[3]))
+	case ok:
 		p, err = inst.Generation(n)
-	} else {
+	default:
 		p, err = inst.Proc(layout.Role(parts[2]), 0)
 	}
 	if err != nil {

@@ -16,14 +16,17 @@ func TestParseUnitNameInvertsUnitName(t *testing.T) {
 		NS, Name string
 		Role     layout.Role
 		Gen      uint64
+		Sidecar  string
 	}
 	tests := map[string]slot{
-		"generation":           {"ns1", "web", layout.RoleRun, 3},
-		"dashes and dots":      {"a-b", "c-d.e-f", layout.RoleRun, 18446744073709551615},
-		"seed":                 {"x", "y", layout.RoleSeed, 0},
-		"sidecar":              {"x-y", "z", layout.RoleSidecar, 0},
-		"cmd":                  {"x", "y-z", layout.RoleCmd, 0},
-		"name that looks g<n>": {"g1", "g2", layout.RoleRun, 1},
+		"generation":           {"ns1", "web", layout.RoleRun, 3, ""},
+		"dashes and dots":      {"a-b", "c-d.e-f", layout.RoleRun, 18446744073709551615, ""},
+		"seed":                 {"x", "y", layout.RoleSeed, 0, ""},
+		"sidecar":              {"x-y", "z", layout.RoleSidecar, 0, "cache"},
+		"dashed sidecar":       {"x", "y-z", layout.RoleSidecar, 0, "log-shipper-2"},
+		"sidecar named seed":   {"x", "y", layout.RoleSidecar, 0, "seed"},
+		"cmd":                  {"x", "y-z", layout.RoleCmd, 0, ""},
+		"name that looks g<n>": {"g1", "g2", layout.RoleRun, 1, ""},
 	}
 	for name, want := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -31,7 +34,7 @@ func TestParseUnitNameInvertsUnitName(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			p, err := inst.Proc(want.Role, want.Gen)
+			p, err := inst.Slot(want.Role, want.Gen, want.Sidecar)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -39,7 +42,7 @@ func TestParseUnitNameInvertsUnitName(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := slot{back.Instance().Namespace(), back.Instance().Name(), back.Role(), back.Generation()}
+			got := slot{back.Instance().Namespace(), back.Instance().Name(), back.Role(), back.Generation(), back.SidecarName()}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("(-want,+got):\n%s", diff)
 			}
@@ -60,6 +63,10 @@ func TestParseUnitNameRefuses(t *testing.T) {
 		"generation zero":   "unitlet-ns-x-g0.service",
 		"unknown role":      "unitlet-ns-x-web.service",
 		"bad namespace":     "unitlet-NS-x-g1.service",
+		"unnamed sidecar":   "unitlet-ns-x-sidecar.service",
+		"named seed":        "unitlet-ns-x-seed-a.service",
+		"bare dash in name": "unitlet-ns-x-sidecar-a-b.service",
+		"dotted sidecar":    "unitlet-ns-x-sidecar-a.b.service",
 		"short id instance": g.UnitName(),
 	}
 	for name, unit := range tests {

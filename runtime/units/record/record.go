@@ -50,12 +50,13 @@ type Identity struct {
 	Name       string `json:"name"`
 	Role       string `json:"role"`
 	Generation uint64 `json:"generation,omitempty"`
+	Sidecar    string `json:"sidecar,omitempty"` // the sidecar's name, role sidecar only
 }
 
 // IdentityOf is p's identity.
 func IdentityOf(p layout.Proc) Identity {
 	inst := p.Instance()
-	return Identity{Namespace: inst.Namespace(), Name: inst.Name(), Role: string(p.Role()), Generation: p.Generation()}
+	return Identity{Namespace: inst.Namespace(), Name: inst.Name(), Role: string(p.Role()), Generation: p.Generation(), Sidecar: p.SidecarName()}
 }
 
 // Proc maps the identity back through lay; it fails for anything layout
@@ -65,7 +66,7 @@ func (id Identity) Proc(lay layout.Layout) (layout.Proc, error) {
 	if err != nil {
 		return layout.Proc{}, err
 	}
-	return inst.Proc(layout.Role(id.Role), id.Generation)
+	return inst.Slot(layout.Role(id.Role), id.Generation, id.Sidecar)
 }
 
 // Start is written before a start is handed off: from then on the start

@@ -83,3 +83,26 @@ func TestReadRefuses(t *testing.T) {
 		})
 	}
 }
+
+// A sidecar's identity keeps its name: a restarted agent maps each of
+// several sidecars' records back to its own slot.
+func TestSidecarIdentityMapsBack(t *testing.T) {
+	lay := layout.Layout{StateRoot: "/s", RunRoot: "/r"}
+	inst, err := lay.Instance("ns", "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"cache", "log-shipper"} {
+		p, err := inst.Sidecar(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := IdentityOf(p).Proc(lay)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(p.UnitName(), back.UnitName()); diff != "" {
+			t.Errorf("identity maps back to (-want,+got):\n%s", diff)
+		}
+	}
+}

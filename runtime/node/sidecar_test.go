@@ -1,0 +1,84 @@
+package node
+
+import (
+	"context"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/testr"
+	"github.com/google/go-cmp/cmp"
+	"golang.org/x/sys/unix"
+
+	"github.com/unitlet/unitlet/runtime/outcome"
+	"github.com/unitlet/unitlet/runtime/units"
+)
+
+// sidecarRequest is the sidecar called sidecar of instance default/name.
+func (e *env) sidecarRequest(name, sidecar string) StartRequest {
+	return StartRequest{
+		Ref: SidecarRef("default", name, sidecar), Host: name + ".example",
+		Command: []string{"/bin/sleep", "1000"},
+		Parent:  e.appRequest(name, 1).Parent,
+		Grace:   time.Second,
+	}
+}
+
+// TestSidecarsAreSeparateSlots: two sidecars of one Instance run side by
+// side; retiring one proves it gone and leaves the other running, and a
+// restarted agent lists (and adopts) each by its name.
+func TestSidecarsAreSeparateSlots(t *testing.T) {
+	e := newEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	a, b := e.sidecarRequest("sides", "cache"), e.sidecarRequest("sides", "log-shipper")
+	pids := map[string]int{}
+	for _, r := range []StartRequest{a, b} {
+		e.retireAtEnd(t, r.Ref)
+		res := e.node.Start(ctx, r)
+		if res.Start.Kind != outcome.Running {
+			t.Fatalf("start %s: %v (%v)", r.Sidecar, res.Start.Kind, res.Start.Cause)
+		}
+		pids[r.Sidecar] = res.Start.MainPID
+	}
+	if pids["cache"] == pids["log-shipper"] {
+		t.Fatalf("both sidecars report pid %d", pids["cache"])
+	}
+
+	log := testr.NewWithInterface(t, testr.Options{})
+	d, err := units.NewDirect(units.DirectConfig{Layout: e.lay, Exe: e.exe, ProofBudget: 10 * time.Second, Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n2, err := New(Config{Layout: e.lay, Backend: d, SocketGID: -1, AppUID: -1, Exe: e.exe, Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = n2.Close() })
+	refs, err := n2.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Slice(refs, func(i, j int) bool { return refs[i].Sidecar < refs[j].Sidecar })
+	if diff := cmp.Diff([]Ref{a.Ref, b.Ref}, refs); diff != "" {
+		t.Errorf("List (-want,+got):\n%s", diff)
+	}
+
+	if k := e.node.Retire(ctx, a.Ref, time.Second); !k.Proven {
+		t.Fatalf("retire cache: %v", k.Err())
+	}
+	if err := unix.Kill(pids["cache"], 0); err == nil {
+		t.Errorf("cache's pid %d still runs after its proof", pids["cache"])
+	}
+	st, err := e.node.Observe(ctx, b.Ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.Populated || st.ActiveState != "active" || st.MainPID != pids["log-shipper"] {
+		t.Errorf("log-shipper after cache's retirement: %s populated %v pid %d, want active, populated, pid %d",
+			st.ActiveState, st.Populated, st.MainPID, pids["log-shipper"])
+	}
+	if err := unix.Kill(pids["log-shipper"], 0); err != nil {
+		t.Errorf("log-shipper's pid %d: %v", pids["log-shipper"], err)
+	}
+}
