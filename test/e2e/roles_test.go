@@ -17,8 +17,9 @@ import (
 )
 
 // TestSeedAndSidecar: the seed runs once, before the first generation, on
-// the real node; the sidecar runs beside the generation and is started
-// again when it dies.
+// the real node; two sidecars run beside the generation, each in its own
+// cgroup child, and the one that dies is started again while the other
+// runs on untouched.
 func TestSeedAndSidecar(t *testing.T) {
 	a := startAgent(t, "e2e-roles")
 	inst := sample(t, "hosting_v1alpha1_instance_replace.yaml", a.node)
@@ -30,8 +31,11 @@ func TestSeedAndSidecar(t *testing.T) {
 	inst.Spec.Template.Args[1] = "import os, sys\n" +
 		"sys.exit(4) if not os.path.exists(os.path.join(os.environ['UNITLET_DATA_DIR'], 'seeded')) else None\n" +
 		inst.Spec.Template.Args[1]
-	inst.Spec.Template.Sidecars = []v1.Sidecar{{Name: "ticker", Role: v1.Role{
-		Command: []string{"/bin/sh", "-c", `echo $$$$ > "$UNITLET_DATA_DIR/sidecar.pid"; exec sleep 1000`}}}}
+	sidecars := []string{"ticker", "tocker"}
+	for _, name := range sidecars {
+		inst.Spec.Template.Sidecars = append(inst.Spec.Template.Sidecars, v1.Sidecar{Name: name, Role: v1.Role{
+			Command: []string{"/bin/sh", "-c", `echo $$$$ > "$UNITLET_DATA_DIR/` + name + `.pid"; exec sleep 1000`}}})
+	}
 	if err := k8s.Create(context.Background(), inst); err != nil {
 		t.Fatal(err)
 	}
@@ -46,16 +50,29 @@ func TestSeedAndSidecar(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pidFile := filepath.Join(li.DataDir(), "sidecar.pid")
-	first := readPid(t, pidFile)
-	if err := syscall.Kill(first, syscall.SIGKILL); err != nil {
-		t.Fatalf("kill sidecar %d: %v", first, err)
+	pidFile := func(name string) string { return filepath.Join(li.DataDir(), name+".pid") }
+	first := map[string]int{}
+	for _, name := range sidecars {
+		first[name] = readPid(t, pidFile(name))
+		child, err := layout.SidecarCgroup(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cg, _ := os.ReadFile("/proc/" + strconv.Itoa(first[name]) + "/cgroup"); !strings.Contains(string(cg), "/"+child+"\n") {
+			t.Errorf("sidecar %s (pid %d) is not in its own cgroup %s:\n%s", name, first[name], child, cg)
+		}
 	}
-	eventually(t, "sidecar started again", 60*time.Second, func() (bool, string) {
-		b, _ := os.ReadFile(pidFile)
+	if err := syscall.Kill(first["ticker"], syscall.SIGKILL); err != nil {
+		t.Fatalf("kill sidecar ticker %d: %v", first["ticker"], err)
+	}
+	eventually(t, "ticker started again", 60*time.Second, func() (bool, string) {
+		b, _ := os.ReadFile(pidFile("ticker"))
 		pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-		return pid != 0 && pid != first && syscall.Kill(pid, 0) == nil, "pid " + string(b)
+		return pid != 0 && pid != first["ticker"] && syscall.Kill(pid, 0) == nil, "pid " + string(b)
 	})
+	if pid := readPid(t, pidFile("tocker")); pid != first["tocker"] || syscall.Kill(pid, 0) != nil {
+		t.Errorf("tocker was touched by ticker's death: pid %d, first %d, alive %v", pid, first["tocker"], syscall.Kill(pid, 0) == nil)
+	}
 	if c := meta.FindStatusCondition(getInstance(t, inst.Name).Status.Conditions, v1.ConditionReady); c == nil || c.Status != "True" {
 		t.Errorf("Ready after the sidecar's restart: %+v", c)
 	}
