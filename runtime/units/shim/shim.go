@@ -57,7 +57,7 @@ type Args struct {
 	CgroupRoot  string
 	Namespace   string
 	Name        string
-	Child       string // g<n>, role-seed, role-sidecar
+	Child       string // g<n>, role-seed, role-sidecar-<name>
 	ExitDir     string
 	Prefix      string // the process's exit-record prefix
 	Invocation  string
