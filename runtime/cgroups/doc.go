@@ -3,9 +3,8 @@
 // Every instance gets a parent cgroup (layout.InstanceCgroup) that holds
 // no process itself; below it g<n> per generation with the tier's limits,
 // and role-seed / role-sidecar-<name> (one per sidecar) that share the
-// parent's limit. The parent's
-// floor is the tier; a swap raises it for the overlap and restores it once
-// the retiring generation's child is empty.
+// parent's limit. The parent's floor is the tier; a swap raises it for the
+// overlap and restores it once the retiring generation's child is empty.
 //
 // The same Manager works on a pure cgroup v2 host and on v1 or hybrid
 // hosts (v1 controllers, plus the unified hierarchy where it is mounted).
