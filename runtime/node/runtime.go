@@ -18,7 +18,8 @@ import (
 
 // Config is what a Node is composed from.
 type Config struct {
-	Layout  layout.Layout
+	Layout layout.Layout
+	// Backend runs the units; Node.Close closes it when it has a Close.
 	Backend units.Backend
 	// CgroupMount is the cgroup mount root ("" is the host's default); it
 	// must be the one the backend was given.
@@ -142,10 +143,14 @@ func New(cfg Config) (*Node, error) {
 		instances: map[InstanceRef]*instance{}}, nil
 }
 
-// Close stops the event watchers and closes every listener and log file
-// the Node holds. The units keep running: a new Node re-adopts them.
+// Close stops the event watchers, closes every listener and log file the
+// Node holds, and closes the backend (its idle shims, its connection).
+// The units keep running: a new Node re-adopts them.
 func (n *Node) Close() error {
 	n.cancel()
+	if c, ok := n.cfg.Backend.(interface{ Close() }); ok {
+		defer c.Close()
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	var errs []error

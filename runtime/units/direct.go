@@ -9,13 +9,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -59,6 +57,9 @@ type Direct struct {
 
 	mu       sync.Mutex
 	managers map[string]cgroups.Manager
+
+	// pool holds idle, already started shims (direct_pool.go).
+	pool shimPool
 
 	// afterStart, when set by a test, runs between the shim's report and
 	// the first look at the unit.
@@ -124,9 +125,9 @@ func newInvocationID() (string, error) {
 }
 
 // Start creates the unit's fresh cgroup child, records that a start is in
-// flight, and hands the start to a shim. Everything before the shim's
-// exec is NotStarted; after it, only the shim's own refusal proves
-// nothing ran.
+// flight, and hands the start to a shim (a warm one when idle). Everything
+// before the shim holds its whole job is NotStarted; after it, only the
+// shim's own refusal proves nothing ran.
 func (b *Direct) Start(ctx context.Context, spec Spec) outcome.Start {
 	p := spec.Proc
 	unit := p.UnitName()
@@ -191,42 +192,29 @@ func (b *Direct) Start(ctx context.Context, spec Spec) outcome.Start {
 	if b.beforeShim != nil {
 		b.beforeShim()
 	}
-	r, w, err := os.Pipe()
+	job, err := args.Job()
 	if err != nil {
-		return notStarted(err)
+		return notStarted(fmt.Errorf("units: %s: %w", unit, err))
 	}
-	defer r.Close()
-	cmd := &exec.Cmd{
-		Path: b.cfg.Exe, Args: append([]string{b.cfg.Exe, "shim"}, args.Flags()...),
-		Env: []string{}, Dir: "/", ExtraFiles: []*os.File{w},
-		// A session of its own: no signal to the agent's group or
-		// terminal reaches it, and it outlives the agent.
-		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
-	}
-	err = cmd.Start()
-	w.Close()
+	sh, err := b.handOff(job)
 	if err != nil {
 		return notStarted(fmt.Errorf("units: start shim for %s: %w", unit, err))
 	}
-	// The shim is the agent's child until the agent dies: reap it.
-	exited := make(chan *os.ProcessState, 1)
-	go func() {
-		_ = cmd.Wait()
-		exited <- cmd.ProcessState
-	}()
+	defer sh.report.Close()
 	if b.afterShim != nil {
-		b.afterShim(cmd.Process.Pid)
+		b.afterShim(sh.pid)
 	}
-	verb, msg, err := readReport(ctx, r)
+	verb, msg, err := readReport(ctx, sh.report)
 	switch {
 	case err != nil && ctx.Err() != nil:
-		return fail(outcome.MayHaveRun, fmt.Errorf("units: start %s: no report from shim %d: %w", unit, cmd.Process.Pid, err))
+		return fail(outcome.MayHaveRun, fmt.Errorf("units: start %s: no report from shim %d: %w", unit, sh.pid, err))
 	case err != nil:
 		// The shim ended without a word: only its refusal code proves
 		// it exec'd nothing.
 		select {
-		case ps := <-exited:
-			if ps.ExitCode() == shim.ExitRefused {
+		case <-sh.done:
+			ps := sh.state
+			if c := ps.ExitCode(); c == shim.ExitRefused || c == shim.ExitIdle {
 				return notStarted(fmt.Errorf("units: shim for %s refused (status %d)", unit, ps.ExitCode()))
 			}
 			return fail(outcome.MayHaveRun, fmt.Errorf("units: shim for %s ended (%v) without a report", unit, ps))
@@ -235,7 +223,7 @@ func (b *Direct) Start(ctx context.Context, spec Spec) outcome.Start {
 		}
 	case verb == shim.Refused:
 		select {
-		case <-exited: // out of the child before it goes
+		case <-sh.done: // out of the child before it goes
 		case <-ctx.Done():
 		}
 		return notStarted(fmt.Errorf("units: %s did not exec: %s", unit, msg))

@@ -43,6 +43,8 @@ func (e *dEnv) backend(t testing.TB, budget time.Duration) *Direct {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// No idle shim outlives the test.
+	t.Cleanup(b.Close)
 	return b
 }
 

@@ -9,9 +9,13 @@
 // "started <pid>", or "refused <reason>" when nothing was exec'd, or
 // "uncertain <reason>" when the trampoline may have run. A shim that exits
 // without a line may have run anything.
+//
+// A warm shim ("shim --warm") gets its flags later, as a job on fd 4, and
+// exits untouched when that pipe ends without one (see warm.go).
 package shim
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -133,7 +137,18 @@ func Main(args []string) int {
 	// exec'd child.
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 
-	a, err := parse(args)
+	var a Args
+	var err error
+	if len(args) == 1 && args[0] == WarmFlag {
+		// Idle until the agent hands over a job; a pipe that ends
+		// without one (agent gone, pool closed) means: do nothing.
+		a, err = readJob()
+		if errors.Is(err, errNoJob) {
+			return ExitIdle
+		}
+	} else {
+		a, err = parse(args)
+	}
 	if err != nil {
 		say(Refused, "shim: "+err.Error())
 		return ExitRefused

@@ -1,0 +1,199 @@
+package units
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/unitlet/unitlet/runtime/units/shim"
+)
+
+// warmShims is how many idle shims the direct backend keeps: a start
+// takes one instead of paying the binary's start-up (issue 5).
+const warmShims = 2
+
+// idleWait bounds how long Close waits for an idle shim to see its job
+// pipe end before it kills it (it holds no job: nothing to lose).
+const idleWait = 5 * time.Second
+
+// errHandOff: the job did not reach the shim whole; since a shim acts
+// only on a whole job, provably nothing ran.
+var errHandOff = errors.New("units: shim did not take its job")
+
+// warmShim is a `unitlet shim --warm` waiting for its job: started
+// exactly as a start's shim (own session, report pipe), it does nothing
+// until the job pipe delivers a whole job.
+type warmShim struct {
+	pid    int
+	job    *os.File         // write end: the job, then close
+	report *os.File         // read end of the report pipe
+	done   chan struct{}    // closed once the shim is reaped
+	state  *os.ProcessState // how it ended, set before done closes
+}
+
+// shimPool holds the idle shims; it is filled after each start, never
+// before the first, so a Direct that starts nothing spawns nothing.
+type shimPool struct {
+	mu      sync.Mutex
+	idle    []*warmShim
+	filling bool
+	closed  bool
+	fills   sync.WaitGroup
+}
+
+// spawnShim starts a warm shim detached from the agent.
+func (b *Direct) spawnShim() (*warmShim, error) {
+	rr, rw, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	jr, jw, err := os.Pipe()
+	if err != nil {
+		rr.Close()
+		rw.Close()
+		return nil, err
+	}
+	cmd := &exec.Cmd{
+		Path: b.cfg.Exe, Args: []string{b.cfg.Exe, "shim", shim.WarmFlag},
+		Env: []string{}, Dir: "/", ExtraFiles: []*os.File{rw, jr}, // fds 3 and 4
+		// A session of its own: no signal to the agent's group or
+		// terminal reaches it, and it outlives the agent.
+		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
+	}
+	err = cmd.Start()
+	rw.Close()
+	jr.Close()
+	if err != nil {
+		rr.Close()
+		jw.Close()
+		return nil, fmt.Errorf("units: start shim: %w", err)
+	}
+	// The shim is the agent's child until the agent dies: reap it.
+	s := &warmShim{pid: cmd.Process.Pid, job: jw, report: rr, done: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait()
+		s.state = cmd.ProcessState
+		close(s.done)
+	}()
+	return s, nil
+}
+
+// give writes job to s and closes the job pipe. An error means the shim
+// never saw a whole job (it needs the close after the last byte).
+func (s *warmShim) give(job []byte) error {
+	_, err := s.job.Write(job)
+	// Once the bytes are in the pipe the shim may act on them, whatever
+	// the close says: from here only its report tells.
+	_ = s.job.Close()
+	if err != nil {
+		return fmt.Errorf("%w: shim %d: %w", errHandOff, s.pid, err)
+	}
+	return nil
+}
+
+// dismiss ends an idle shim that got no job: its pipe ends, it exits.
+func (s *warmShim) dismiss() {
+	s.job.Close()
+	s.report.Close()
+	select {
+	case <-s.done:
+	case <-time.After(idleWait):
+		_ = syscall.Kill(s.pid, syscall.SIGKILL)
+		<-s.done
+	}
+}
+
+// handOff gives job to an idle shim, or to a fresh one when none is idle
+// or the idle one is gone; it refills the pool in the background. On
+// error nothing was handed off: no shim got a whole job.
+func (b *Direct) handOff(job []byte) (*warmShim, error) {
+	defer b.refill()
+	if s := b.pool.take(); s != nil {
+		err := s.give(job)
+		if err == nil {
+			return s, nil
+		}
+		s.report.Close()
+		b.cfg.Log.Info("warm shim gone, starting a fresh one", "pid", s.pid, "err", err)
+	}
+	s, err := b.spawnShim()
+	if err != nil {
+		return nil, err
+	}
+	if err := s.give(job); err != nil {
+		s.report.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (p *shimPool) take() *warmShim {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.idle) == 0 {
+		return nil
+	}
+	s := p.idle[0]
+	p.idle = p.idle[1:]
+	return s
+}
+
+// refill tops the pool up to warmShims in the background, once at a time.
+func (b *Direct) refill() {
+	p := &b.pool
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed || p.filling {
+		return
+	}
+	p.filling = true
+	p.fills.Add(1)
+	go func() {
+		defer p.fills.Done()
+		for {
+			p.mu.Lock()
+			if p.closed || len(p.idle) >= warmShims {
+				p.filling = false
+				p.mu.Unlock()
+				return
+			}
+			p.mu.Unlock()
+			s, err := b.spawnShim()
+			p.mu.Lock()
+			switch {
+			case err != nil:
+				p.filling = false
+				p.mu.Unlock()
+				b.cfg.Log.Info("warm shim not started", "err", err)
+				return
+			case p.closed:
+				p.filling = false
+				p.mu.Unlock()
+				s.dismiss()
+				return
+			}
+			p.idle = append(p.idle, s)
+			p.mu.Unlock()
+		}
+	}()
+}
+
+// Close ends the idle shims and keeps new ones from being made; starts
+// after it spawn their shim on the spot. Units and their shims keep
+// running. Safe to call more than once.
+func (b *Direct) Close() {
+	p := &b.pool
+	p.mu.Lock()
+	p.closed = true
+	idle := p.idle
+	p.idle = nil
+	p.mu.Unlock()
+	for _, s := range idle {
+		s.dismiss()
+	}
+	p.fills.Wait()
+}

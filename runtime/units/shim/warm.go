@@ -1,0 +1,55 @@
+package shim
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"syscall"
+)
+
+// WarmFlag starts a warm shim: it initializes, then waits on the job pipe
+// (JobFD) for its Args. The agent keeps a few idle ones so a start need
+// not pay the binary's start-up.
+const WarmFlag = "--warm"
+
+// JobFD is a warm shim's job pipe.
+const JobFD = 4
+
+// ExitIdle: a warm shim's job pipe ended without a whole job; it did
+// nothing at all.
+const ExitIdle = 123
+
+// Job renders a as the one message a warm shim acts on: JSON ended by a
+// newline, so a job cut short by the agent's death is never taken.
+func (a Args) Job() ([]byte, error) {
+	b, err := json.Marshal(a)
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
+
+// errNoJob: the job pipe ended before a whole job came.
+var errNoJob = fmt.Errorf("no job")
+
+// readJob waits for the job on JobFD until the agent closes its end.
+func readJob() (Args, error) {
+	syscall.CloseOnExec(JobFD)
+	f := os.NewFile(JobFD, "job")
+	if f == nil {
+		return Args{}, errNoJob
+	}
+	defer f.Close()
+	b, err := io.ReadAll(f)
+	if err != nil || !bytes.HasSuffix(b, []byte("\n")) {
+		return Args{}, errNoJob
+	}
+	var a Args
+	if err := json.Unmarshal(b, &a); err != nil {
+		return Args{}, fmt.Errorf("bad job: %w", err)
+	}
+	// The same checks as for flags.
+	return parse(a.Flags())
+}
