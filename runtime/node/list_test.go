@@ -5,12 +5,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr/testr"
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sys/unix"
 
 	"github.com/unitlet/unitlet/runtime/outcome"
-	"github.com/unitlet/unitlet/runtime/units"
 )
 
 // TestListAdoptsAfterRestart: a new Node (an agent restart) lists the
@@ -27,15 +25,7 @@ func TestListAdoptsAfterRestart(t *testing.T) {
 	}
 	waitReady(ctx, t, e.node, r.Ref)
 
-	log := testr.NewWithInterface(t, testr.Options{})
-	d, err := units.NewDirect(units.DirectConfig{Layout: e.lay, Exe: e.exe, ProofBudget: 10 * time.Second, Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n2, err := New(Config{Layout: e.lay, Backend: d, SocketGID: -1, AppUID: -1, Exe: e.exe, Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
+	n2, _ := e.newNode(t)
 	t.Cleanup(func() { _ = n2.Close() })
 	refs, err := n2.List(ctx)
 	if err != nil {

@@ -93,16 +93,24 @@ func newEnv(t testing.TB) *env {
 		}
 	})
 	e.lay = layouttest.New(t, testPrefix)
-	log := testr.NewWithInterface(t, testr.Options{})
-	e.direct, err = units.NewDirect(units.DirectConfig{Layout: e.lay, Exe: exe, ProofBudget: 10 * time.Second, Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.node, err = New(Config{Layout: e.lay, Backend: e.direct, SocketGID: -1, AppUID: -1, Exe: exe, Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e.node, e.direct = e.newNode(t)
 	return e
+}
+
+// newNode is a Node with a Direct backend of its own over the env's roots:
+// the env's first one, or a second, as an agent restart would make.
+func (e *env) newNode(t testing.TB) (*Node, *units.Direct) {
+	t.Helper()
+	log := testr.NewWithInterface(t, testr.Options{})
+	d, err := units.NewDirect(units.DirectConfig{Layout: e.lay, Exe: e.exe, ProofBudget: 10 * time.Second, Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := New(Config{Layout: e.lay, Backend: d, SocketGID: -1, AppUID: -1, Exe: e.exe, Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n, d
 }
 
 // appRequest is generation n of the test app in instance ns/name.

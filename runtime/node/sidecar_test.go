@@ -6,12 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr/testr"
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sys/unix"
 
 	"github.com/unitlet/unitlet/runtime/outcome"
-	"github.com/unitlet/unitlet/runtime/units"
 )
 
 // sidecarRequest is the sidecar called sidecar of instance default/name.
@@ -45,15 +43,7 @@ func TestSidecarsAreSeparateSlots(t *testing.T) {
 		t.Fatalf("both sidecars report pid %d", pids["cache"])
 	}
 
-	log := testr.NewWithInterface(t, testr.Options{})
-	d, err := units.NewDirect(units.DirectConfig{Layout: e.lay, Exe: e.exe, ProofBudget: 10 * time.Second, Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n2, err := New(Config{Layout: e.lay, Backend: d, SocketGID: -1, AppUID: -1, Exe: e.exe, Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
+	n2, _ := e.newNode(t)
 	t.Cleanup(func() { _ = n2.Close() })
 	refs, err := n2.List(ctx)
 	if err != nil {
