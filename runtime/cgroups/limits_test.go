@@ -2,6 +2,7 @@ package cgroups
 
 import (
 	"errors"
+	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -135,5 +136,46 @@ func TestPidsLimitRefusesFork(t *testing.T) {
 	}
 	if len(pids) > 4 {
 		t.Errorf("%d processes in %s, limit 4", len(pids), g1)
+	}
+}
+
+// EnsureParent skips work only while nothing it wrote can have changed:
+// the same tier again leaves the files alone, a new tier is written, and
+// a parent removed behind its back is made again.
+func TestEnsureParentAgain(t *testing.T) {
+	cfg := testConfig(t)
+	first := Tier{MemoryBytes: 64 << 20, Pids: 32}
+	m := newManager(t, cfg, "again", first)
+	_, h, _ := detect("")
+	pidsDir := h["pids"]
+	if m.Mode() == ModeV2 {
+		pidsDir = h[""]
+	}
+	// A value changed by hand is not rewritten by a repeat call: the
+	// repeat did no file work.
+	if err := os.WriteFile(filepath.Join(pidsDir, m.Parent(), "pids.max"), []byte("33"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.EnsureParent(first); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, pidsDir, m.Parent(), "pids.max"); got != "33" {
+		t.Errorf("same tier again: pids.max = %s, want the untouched 33", got)
+	}
+	second := Tier{MemoryBytes: 64 << 20, Pids: 40}
+	if err := m.EnsureParent(second); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, pidsDir, m.Parent(), "pids.max"); got != "40" {
+		t.Errorf("new tier: pids.max = %s, want 40", got)
+	}
+	if err := m.Remove(); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.EnsureParent(second); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, pidsDir, m.Parent(), "pids.max"); got != "40" {
+		t.Errorf("after removal: pids.max = %s, want 40", got)
 	}
 }

@@ -151,6 +151,9 @@ type instance struct {
 	mu     sync.Mutex
 	floor  Tier
 	raised *Tier
+	// ready: an EnsureParent made the parent and gave it floor; another
+	// with the same tier need not write it all again.
+	ready bool
 }
 
 func newInstance(cfg Config, mode Mode, d driver, parent string) *instance {
@@ -176,6 +179,9 @@ func checkChild(child string) error {
 func (m *instance) EnsureParent(tier Tier) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.ready && m.floor == tier && m.d.exists(m.parent) {
+		return nil
+	}
 	for _, dir := range []string{m.cfg.root(), m.parent} {
 		if err := m.d.create(dir); err != nil {
 			return fmt.Errorf("create %s: %w", dir, classify(err))
@@ -186,11 +192,13 @@ func (m *instance) EnsureParent(tier Tier) error {
 	}
 	m.floor = tier
 	if m.raised != nil {
+		m.ready = true
 		return nil // a swap raised it; RestoreParent lowers it
 	}
 	if err := m.d.set(m.parent, tier, true); err != nil {
 		return fmt.Errorf("set %s to tier: %w", m.parent, classify(err))
 	}
+	m.ready = true
 	m.cfg.Log.V(1).Info("instance parent ready", "parent", m.parent, "mode", m.mode.String(), "tier", tier)
 	return nil
 }
@@ -332,7 +340,12 @@ func (m *instance) RemoveChild(child string) error {
 	return m.d.remove(m.rel(child))
 }
 
-func (m *instance) Remove() error { return m.d.remove(m.parent) }
+func (m *instance) Remove() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.ready = false
+	return m.d.remove(m.parent)
+}
 
 // classify keeps err and marks a permission failure so errors.Is finds
 // os.ErrPermission for EPERM, EACCES and EROFS alike.

@@ -38,22 +38,26 @@ func TestReadRefusesSymlinkedFile(t *testing.T) {
 }
 
 func TestWriteReplacesSymlinkNeverItsTarget(t *testing.T) {
-	shadow, secret := shadowOutside(t)
-	dir := t.TempDir()
-	link := filepath.Join(dir, "launch.gen.1.json")
-	if err := os.Symlink(shadow, link); err != nil {
-		t.Fatal(err)
-	}
-	if err := WriteAtomic(dir, "launch.gen.1.json", []byte("new"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	got, err := os.ReadFile(shadow)
-	if err != nil || !bytes.Equal(got, secret) {
-		t.Fatalf("outside file changed: %q, %v", got, err)
-	}
-	st, err := os.Lstat(link)
-	if err != nil || !st.Mode().IsRegular() {
-		t.Fatalf("link not replaced by a regular file: %v, %v", st.Mode(), err)
+	for name, write := range writers {
+		t.Run(name, func(t *testing.T) {
+			shadow, secret := shadowOutside(t)
+			dir := t.TempDir()
+			link := filepath.Join(dir, "launch.gen.1.json")
+			if err := os.Symlink(shadow, link); err != nil {
+				t.Fatal(err)
+			}
+			if err := write(dir, "launch.gen.1.json", []byte("new"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			got, err := os.ReadFile(shadow)
+			if err != nil || !bytes.Equal(got, secret) {
+				t.Fatalf("outside file changed: %q, %v", got, err)
+			}
+			st, err := os.Lstat(link)
+			if err != nil || !st.Mode().IsRegular() {
+				t.Fatalf("link not replaced by a regular file: %v, %v", st.Mode(), err)
+			}
+		})
 	}
 }
 

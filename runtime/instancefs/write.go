@@ -24,8 +24,25 @@ func WriteAtomic(dir, name string, data []byte, mode os.FileMode) error {
 	return WriteAtomicBeneath(d, name, data, mode)
 }
 
+// WriteAtomicVolatile is WriteAtomic without the fsyncs: readers and a
+// crash of the writing process still see the old or the new file, but a
+// power loss may lose both. For facts that a power loss makes moot anyway
+// (the pid of a process that cannot outlive the machine).
+func WriteAtomicVolatile(dir, name string, data []byte, mode os.FileMode) error {
+	d, err := OpenDir(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return writeAtomic(d, name, data, mode, false)
+}
+
 // WriteAtomicBeneath is WriteAtomic in an already open directory.
 func WriteAtomicBeneath(d *os.File, name string, data []byte, mode os.FileMode) error {
+	return writeAtomic(d, name, data, mode, true)
+}
+
+func writeAtomic(d *os.File, name string, data []byte, mode os.FileMode, durable bool) error {
 	parent, base, err := openParent(d, name)
 	if err != nil {
 		return err
@@ -54,8 +71,10 @@ func WriteAtomicBeneath(d *os.File, name string, data []byte, mode os.FileMode) 
 	if _, err := f.Write(data); err != nil {
 		return err
 	}
-	if err := f.Sync(); err != nil {
-		return err
+	if durable {
+		if err := f.Sync(); err != nil {
+			return err
+		}
 	}
 	if err := f.Close(); err != nil {
 		return err
@@ -64,6 +83,9 @@ func WriteAtomicBeneath(d *os.File, name string, data []byte, mode os.FileMode) 
 		return &os.PathError{Op: "rename", Path: filepath.Join(d.Name(), name), Err: err}
 	}
 	ok = true
+	if !durable {
+		return nil
+	}
 	if err := parent.Sync(); err != nil {
 		return fmt.Errorf("fsync %s: %w", parent.Name(), err)
 	}

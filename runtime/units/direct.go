@@ -189,6 +189,9 @@ func (b *Direct) Start(ctx context.Context, spec Spec) outcome.Start {
 		ExitDir: dir, Prefix: p.ExitPrefix(), Invocation: id, Exe: cmp.Or(b.trampoline, b.cfg.Exe),
 		Launch: filepath.Join(inst.DataDir(), p.LaunchFile()), LogSocket: p.LogSocket(), ErrSocket: p.ErrLogSocket(),
 	}
+	if s, err := shim.CurrentSched(); err == nil {
+		args.Sched = &s // the agent's: a warm shim waits in IdleSched
+	}
 	if b.beforeShim != nil {
 		b.beforeShim()
 	}
@@ -196,11 +199,12 @@ func (b *Direct) Start(ctx context.Context, spec Spec) outcome.Start {
 	if err != nil {
 		return notStarted(fmt.Errorf("units: %s: %w", unit, err))
 	}
-	sh, err := b.handOff(job)
+	sh, err := b.handOff(job, args.Sched)
 	if err != nil {
 		return notStarted(fmt.Errorf("units: start shim for %s: %w", unit, err))
 	}
 	defer sh.report.Close()
+	defer b.refill()
 	if b.afterShim != nil {
 		b.afterShim(sh.pid)
 	}
@@ -238,12 +242,16 @@ func (b *Direct) Start(ctx context.Context, spec Spec) outcome.Start {
 	if b.afterStart != nil {
 		b.afterStart()
 	}
-	st, err := b.Observe(ctx, p)
-	if err != nil {
+	// The first look needs only the exit record: the shim, alive until
+	// it has written one, keeps the cgroup populated, so the cgroup says
+	// nothing more.
+	var e record.Exit
+	switch err := record.Read(dir, record.Name(p, record.ExitSuffix), &e); {
+	case record.Missing(err):
+	case err != nil:
 		return fail(outcome.MayHaveRun, fmt.Errorf("units: start %s: started, then: %w", unit, err))
-	}
-	if st.Exit != nil {
-		res.Exit = &outcome.Exit{Result: st.Exit.Result, Code: st.Exit.Code, Signal: st.Exit.Signal}
+	default:
+		res.Exit = &outcome.Exit{Result: e.Result, Code: e.Code, Signal: e.Signal}
 		return fail(outcome.ExitedBeforeObserved, fmt.Errorf("%s %w", unit, outcome.ErrExitedBeforeObserved))
 	}
 	res.Kind = outcome.Running

@@ -29,6 +29,7 @@ var errHandOff = errors.New("units: shim did not take its job")
 // until the job pipe delivers a whole job.
 type warmShim struct {
 	pid    int
+	idle   bool             // started in shim.IdleSched
 	job    *os.File         // write end: the job, then close
 	report *os.File         // read end of the report pipe
 	done   chan struct{}    // closed once the shim is reaped
@@ -38,6 +39,10 @@ type warmShim struct {
 // shimPool holds the idle shims; it is filled after each start, never
 // before the first, so a Direct that starts nothing spawns nothing.
 type shimPool struct {
+	// leaveIdle: may a shim started idle leave IdleSched (probed once).
+	leaveIdle sync.Once
+	canLeave  bool
+
 	mu      sync.Mutex
 	idle    []*warmShim
 	filling bool
@@ -45,8 +50,9 @@ type shimPool struct {
 	fills   sync.WaitGroup
 }
 
-// spawnShim starts a warm shim detached from the agent.
-func (b *Direct) spawnShim() (*warmShim, error) {
+// spawnShim starts a warm shim detached from the agent; for the pool
+// (idle), in shim.IdleSched when the shim can leave it again.
+func (b *Direct) spawnShim(idle bool) (*warmShim, error) {
 	rr, rw, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -64,7 +70,12 @@ func (b *Direct) spawnShim() (*warmShim, error) {
 		// terminal reaches it, and it outlives the agent.
 		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
 	}
-	err = cmd.Start()
+	idle = idle && b.canLeaveIdle()
+	if idle {
+		err = shim.StartWith(cmd, shim.IdleSched)
+	} else {
+		err = cmd.Start()
+	}
 	rw.Close()
 	jr.Close()
 	if err != nil {
@@ -73,7 +84,7 @@ func (b *Direct) spawnShim() (*warmShim, error) {
 		return nil, fmt.Errorf("units: start shim: %w", err)
 	}
 	// The shim is the agent's child until the agent dies: reap it.
-	s := &warmShim{pid: cmd.Process.Pid, job: jw, report: rr, done: make(chan struct{})}
+	s := &warmShim{pid: cmd.Process.Pid, idle: idle, job: jw, report: rr, done: make(chan struct{})}
 	go func() {
 		_ = cmd.Wait()
 		s.state = cmd.ProcessState
@@ -83,7 +94,8 @@ func (b *Direct) spawnShim() (*warmShim, error) {
 }
 
 // give writes job to s and closes the job pipe. An error means the shim
-// never saw a whole job (it needs the close after the last byte).
+// never saw a whole job (it acts only once the job's last byte, its
+// newline, is in).
 func (s *warmShim) give(job []byte) error {
 	_, err := s.job.Write(job)
 	// Once the bytes are in the pipe the shim may act on them, whatever
@@ -108,11 +120,18 @@ func (s *warmShim) dismiss() {
 }
 
 // handOff gives job to an idle shim, or to a fresh one when none is idle
-// or the idle one is gone; it refills the pool in the background. On
-// error nothing was handed off: no shim got a whole job.
-func (b *Direct) handOff(job []byte) (*warmShim, error) {
-	defer b.refill()
+// or the idle one is gone. On error nothing was handed off: no shim got a
+// whole job. The caller refills the pool once its start is answered: a
+// shim spawned meanwhile would take a core from the start it serves.
+func (b *Direct) handOff(job []byte, sched *shim.Sched) (*warmShim, error) {
 	if s := b.pool.take(); s != nil {
+		if s.idle && sched != nil {
+			// Out of IdleSched before it wakes: the shim would do it
+			// itself, but only once it got a CPU nothing else wanted.
+			if err := shim.Apply(s.pid, *sched); err != nil {
+				b.cfg.Log.Info("warm shim still idle; it leaves IdleSched itself", "pid", s.pid, "err", err)
+			}
+		}
 		err := s.give(job)
 		if err == nil {
 			return s, nil
@@ -120,7 +139,7 @@ func (b *Direct) handOff(job []byte) (*warmShim, error) {
 		s.report.Close()
 		b.cfg.Log.Info("warm shim gone, starting a fresh one", "pid", s.pid, "err", err)
 	}
-	s, err := b.spawnShim()
+	s, err := b.spawnShim(false)
 	if err != nil {
 		return nil, err
 	}
@@ -129,6 +148,11 @@ func (b *Direct) handOff(job []byte) (*warmShim, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+func (b *Direct) canLeaveIdle() bool {
+	b.pool.leaveIdle.Do(func() { b.pool.canLeave = shim.CanLeaveIdle() })
+	return b.pool.canLeave
 }
 
 func (p *shimPool) take() *warmShim {
@@ -162,7 +186,7 @@ func (b *Direct) refill() {
 				return
 			}
 			p.mu.Unlock()
-			s, err := b.spawnShim()
+			s, err := b.spawnShim(true)
 			p.mu.Lock()
 			switch {
 			case err != nil:

@@ -3,13 +3,17 @@ package units
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/unitlet/unitlet/runtime/cgroups"
 	"github.com/unitlet/unitlet/runtime/layout"
@@ -171,7 +175,7 @@ func TestWarmShimIgnoresPartialJob(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := b.spawnShim()
+	s, err := b.spawnShim(true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,5 +196,66 @@ func TestWarmShimIgnoresPartialJob(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(inst.ExitDir(), record.Name(p, record.PidSuffix))); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("pid record after a partial job: %v", err)
+	}
+}
+
+// threadScheds is the scheduling of every thread of pid.
+func threadScheds(t *testing.T, pid int) []shim.Sched {
+	t.Helper()
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []shim.Sched
+	for _, task := range tasks {
+		tid, err := strconv.Atoi(task.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := unix.SchedGetAttr(tid, 0)
+		if errors.Is(err, unix.ESRCH) {
+			continue // the thread ended
+		}
+		if err != nil {
+			t.Fatalf("sched of %d/%d: %v", pid, tid, err)
+		}
+		out = append(out, shim.Sched{Policy: a.Policy, Nice: a.Nice, Priority: a.Priority})
+	}
+	return out
+}
+
+// An idle shim waits in IdleSched, so its start-up takes no CPU a start
+// wants; the shim that takes a job, and the app it starts, run with the
+// agent's scheduling.
+func TestDirectWarmShimWaitsIdle(t *testing.T) {
+	rootOnly(t)
+	e := newDEnv(t)
+	b := e.backend(t, 10*time.Second)
+	if !b.canLeaveIdle() {
+		t.Fatal("root cannot leave SCHED_IDLE here")
+	}
+	startRunning(t, e, b, "sched", 1)
+	idle := idlePids(t, b)
+	for _, pid := range idle {
+		for _, got := range threadScheds(t, pid) {
+			if got != shim.IdleSched {
+				t.Errorf("idle shim %d has a thread in %v, want %v", pid, got, shim.IdleSched)
+			}
+		}
+	}
+	agent, err := shim.CurrentSched()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, got := startRunning(t, e, b, "sched", 2)
+	if sh := shimOf(t, p); sh != idle[0] {
+		t.Fatalf("start 2 ran under shim %d, want the idle %d", sh, idle[0])
+	}
+	for who, pid := range map[string]int{"shim": idle[0], "app": got.MainPID} {
+		for _, s := range threadScheds(t, pid) {
+			if s != agent {
+				t.Errorf("%s %d has a thread in %v, want the agent's %v", who, pid, s, agent)
+			}
+		}
 	}
 }

@@ -114,13 +114,23 @@ const (
 // Name is the record's file name for p.
 func Name(p layout.Proc, suffix string) string { return p.ExitPrefix() + suffix }
 
-// Write stores v atomically as dir/name, mode 0640.
-func Write(dir, name string, v any) error {
+// Write stores v atomically and durably as dir/name, mode 0640.
+func Write(dir, name string, v any) error { return write(dir, name, v, instancefs.WriteAtomic) }
+
+// WriteVolatile is Write without the fsyncs, for a record that a power
+// loss makes moot: a pid record names a process that cannot outlive the
+// machine, and with it lost the durable start record still says
+// "may have run". It keeps an fsync off the start's path.
+func WriteVolatile(dir, name string, v any) error {
+	return write(dir, name, v, instancefs.WriteAtomicVolatile)
+}
+
+func write(dir, name string, v any, put func(dir, name string, data []byte, mode os.FileMode) error) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	if err := instancefs.WriteAtomic(dir, name, append(b, '\n'), 0o640); err != nil {
+	if err := put(dir, name, append(b, '\n'), 0o640); err != nil {
 		return fmt.Errorf("record: write %s: %w", name, err)
 	}
 	return nil

@@ -69,6 +69,9 @@ type Args struct {
 	Launch      string
 	LogSocket   string
 	ErrSocket   string
+	// Sched, when set, is the scheduling the shim and its app run with
+	// (the agent's own): a warm shim waits in IdleSched and returns to it.
+	Sched *Sched
 }
 
 // Flags renders a as the shim's command line (after "shim").
@@ -85,6 +88,9 @@ func (a Args) Flags() []string {
 	if a.ErrSocket != "" {
 		f = append(f, "--err-socket="+a.ErrSocket)
 	}
+	if a.Sched != nil {
+		f = append(f, "--sched="+a.Sched.String())
+	}
 	return f
 }
 
@@ -100,6 +106,11 @@ func parse(args []string) (Args, error) {
 	} {
 		fs.StringVar(p, name, "", name)
 	}
+	fs.Func("sched", "policy/nice/priority", func(v string) error {
+		s, err := ParseSched(v)
+		a.Sched = &s
+		return err
+	})
 	if err := fs.Parse(args); err != nil {
 		return a, err
 	}
@@ -153,6 +164,15 @@ func Main(args []string) int {
 		say(Refused, "shim: "+err.Error())
 		return ExitRefused
 	}
+	if a.Sched != nil {
+		// Before anything else. The agent gave a warm shim the job's
+		// scheduling already, but a thread made meanwhile may have
+		// missed it, and the trampoline inherits its forking thread's.
+		if err := applyAll(*a.Sched); err != nil {
+			say(Refused, "shim: scheduling: "+err.Error())
+			return ExitRefused
+		}
+	}
 	m, err := cgroups.New(cgroups.Config{MountRoot: a.CgroupMount, Root: a.CgroupRoot}, a.Namespace, a.Name)
 	if err == nil {
 		err = m.Place(os.Getpid(), a.Child)
@@ -190,7 +210,7 @@ func Main(args []string) int {
 		w.Close() // the app's copy is the only writer now: EOF when it is gone
 	}
 	pid := child.Process.Pid
-	err = record.Write(a.ExitDir, a.Prefix+record.PidSuffix, record.Pid{
+	err = record.WriteVolatile(a.ExitDir, a.Prefix+record.PidSuffix, record.Pid{
 		Schema: record.Schema, InvocationID: a.Invocation, ShimPID: os.Getpid(), MainPID: pid, At: time.Now(),
 	})
 	if err != nil {

@@ -1,10 +1,9 @@
 package shim
 
 import (
-	"bytes"
+	"bufio"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"syscall"
 )
@@ -31,10 +30,13 @@ func (a Args) Job() ([]byte, error) {
 	return append(b, '\n'), nil
 }
 
+// maxJob bounds a job; the agent's are well below it.
+const maxJob = 64 << 10
+
 // errNoJob: the job pipe ended before a whole job came.
 var errNoJob = fmt.Errorf("no job")
 
-// readJob waits for the job on JobFD until the agent closes its end.
+// readJob waits for the job on JobFD: one line, or the end of the pipe.
 func readJob() (Args, error) {
 	syscall.CloseOnExec(JobFD)
 	f := os.NewFile(JobFD, "job")
@@ -42,8 +44,10 @@ func readJob() (Args, error) {
 		return Args{}, errNoJob
 	}
 	defer f.Close()
-	b, err := io.ReadAll(f)
-	if err != nil || !bytes.HasSuffix(b, []byte("\n")) {
+	// The newline, not the pipe's end, makes a job whole: acting on it
+	// at once spares a second wake-up for the close.
+	b, err := bufio.NewReaderSize(f, maxJob).ReadSlice('\n')
+	if err != nil {
 		return Args{}, errNoJob
 	}
 	var a Args
