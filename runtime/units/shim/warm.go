@@ -6,6 +6,10 @@ import (
 	"fmt"
 	"os"
 	"syscall"
+	"time"
+
+	"github.com/unitlet/unitlet/runtime/cgroups"
+	"github.com/unitlet/unitlet/runtime/units/record"
 )
 
 // WarmFlag starts a warm shim: it initializes, then waits on the job pipe
@@ -44,6 +48,7 @@ func readJob() (Args, error) {
 		return Args{}, errNoJob
 	}
 	defer f.Close()
+	warmUp()
 	// The newline, not the pipe's end, makes a job whole: acting on it
 	// at once spares a second wake-up for the close.
 	b, err := bufio.NewReaderSize(f, maxJob).ReadSlice('\n')
@@ -56,4 +61,26 @@ func readJob() (Args, error) {
 	}
 	// The same checks as for flags.
 	return parse(a.Flags())
+}
+
+// warmUp runs, once, the code a job will run, with no effect outside
+// this process: decoding and checking a job, encoding the records, the
+// cgroup mount lookup, and a scheduling change to what the threads have
+// already. A fresh process pays for such code on first use (page faults
+// on its text, reflection caches built); an idle shim pays it before the
+// job rather than on the start's path.
+func warmUp() {
+	s, _ := CurrentSched()
+	sample := Args{Namespace: "warm", Name: "up", Child: "g1", ExitDir: "/warm", Prefix: "gen.1.",
+		Invocation: "0", Exe: "/warm", Launch: "/warm", LogSocket: "/warm", Sched: &s}
+	if b, err := sample.Job(); err == nil {
+		var a Args
+		if json.Unmarshal(b, &a) == nil {
+			_, _ = parse(a.Flags())
+		}
+	}
+	_, _ = json.Marshal(record.Pid{At: time.Now()})
+	_, _ = json.Marshal(ExitOf(&os.ProcessState{}, ""))
+	_, _ = cgroups.New(cgroups.Config{}, "warm", "up")
+	_ = Apply(os.Getpid(), s)
 }
