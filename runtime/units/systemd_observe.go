@@ -50,33 +50,32 @@ const (
 )
 
 func (b *Systemd) observe(ctx context.Context, c *sddbus.Conn, unit string) (Status, error) {
-	up, err := c.GetUnitPropertiesContext(ctx, unit)
+	v, err := getProps(ctx, c, unit)
 	if err != nil {
 		return Status{}, fmt.Errorf("units: read %s: %w", unit, err)
 	}
 	st := Status{Unit: unit}
-	load, _ := up["LoadState"].(string)
+	load, _ := v[propLoadState].(string)
 	st.Loaded = load == "loaded"
-	st.ActiveState, _ = up["ActiveState"].(string)
-	st.SubState, _ = up["SubState"].(string)
-	if id, ok := up["InvocationID"].([]byte); ok && len(id) > 0 {
+	st.ActiveState, _ = v[propActiveState].(string)
+	st.SubState, _ = v[propSubState].(string)
+	if id, ok := v[propInvocationID].([]byte); ok && len(id) > 0 {
 		st.InvocationID = hex.EncodeToString(id)
 	}
 	if !st.Loaded {
 		return st, nil
 	}
-	sp, err := c.GetUnitTypePropertiesContext(ctx, unit, "Service")
-	if err != nil {
+	if err := v.serviceErr(); err != nil {
 		return Status{}, fmt.Errorf("units: read %s: %w", unit, err)
 	}
-	if pid, ok := sp["MainPID"].(uint32); ok {
+	if pid, ok := v[propMainPID].(uint32); ok {
 		st.MainPID = int(pid)
 	}
-	st.Cgroup, _ = sp["ControlGroup"].(string)
-	code, _ := sp["ExecMainCode"].(int32)
-	status, _ := sp["ExecMainStatus"].(int32)
-	result, _ := sp["Result"].(string)
-	exitAt, _ := sp["ExecMainExitTimestamp"].(uint64)
+	st.Cgroup, _ = v[propControlGroup].(string)
+	code, _ := v[propExecMainCode].(int32)
+	status, _ := v[propExecMainStatus].(int32)
+	result, _ := v[propResult].(string)
+	exitAt, _ := v[propExecMainExitTimestamp].(uint64)
 	if code != 0 && st.MainPID == 0 {
 		e := &Exit{Result: result}
 		switch code {
