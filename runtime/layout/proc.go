@@ -122,6 +122,18 @@ func (p Proc) LogSocket() string {
 	return filepath.Join(p.inst.LogDir(), string(p.role)+".sock")
 }
 
+// LogFIFO is where the process's output goes when a service manager, not
+// a shim, runs it (the systemd backend): a named pipe beside LogSocket
+// (g<n>.fifo, sc.<name>.fifo, <role>.fifo). The app holds it open itself,
+// so its output survives an agent restart and waits for the next agent
+// in the pipe. "" for cmd, whose two streams stay on sockets.
+func (p Proc) LogFIFO() string {
+	if p.role == RoleCmd {
+		return ""
+	}
+	return strings.TrimSuffix(p.LogSocket(), ".sock") + ".fifo"
+}
+
 // sidecarLogSocketPrefix starts a sidecar's log socket name; no role is
 // called "sc", so it collides with no other slot's.
 const sidecarLogSocketPrefix = "sc."

@@ -207,3 +207,33 @@ func TestLongNamesShortenUnitNames(t *testing.T) {
 		t.Errorf("slice %q, want %q", inst.SliceName(), want)
 	}
 }
+
+func TestLogFIFO(t *testing.T) {
+	inst, err := Layout{StateRoot: "/s", RunRoot: "/r"}.Instance("a-b", "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, _ := inst.Proc(RoleRun, 12)
+	seed, _ := inst.Proc(RoleSeed, 0)
+	cmd, _ := inst.Proc(RoleCmd, 0)
+	sc, err := inst.Sidecar("cache")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := map[string]struct {
+		p    Proc
+		want string
+	}{
+		"generation": {g, "/r/a-b/c/logs/g12.fifo"},
+		"seed":       {seed, "/r/a-b/c/logs/seed.fifo"},
+		"sidecar":    {sc, "/r/a-b/c/logs/sc.cache.fifo"},
+		"cmd":        {cmd, ""},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := tc.p.LogFIFO(); got != tc.want {
+				t.Errorf("LogFIFO() = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -1,6 +1,7 @@
-// Package logs receives an instance's output on log sockets: each line goes
-// to the instance's size-rotated file and to the agent's structured log
-// with the instance's namespace, name, host, role and generation.
+// Package logs receives an instance's output on log sockets and named
+// pipes: each line goes to the instance's size-rotated file and to the
+// agent's structured log with the instance's namespace, name, host, role
+// and generation.
 package logs
 
 import (
@@ -59,6 +60,11 @@ type Options struct {
 	File    *RotatingFile // required
 	Logger  logr.Logger   // the zero Logger discards
 	MaxLine int           // 0: DefaultMaxLine
+	// FIFO, when set, is a named pipe read beside the socket, for a unit
+	// whose trampoline writes there (see layout.Proc.LogFIFO). It is made
+	// if absent and reused if present; Close leaves it, so an app still
+	// writing into it keeps its backlog for the next listener.
+	FIFO string
 }
 
 // Listener accepts connections on one log socket.
@@ -69,6 +75,7 @@ type Listener struct {
 	wg     sync.WaitGroup
 	mu     sync.Mutex
 	conns  map[net.Conn]struct{}
+	fifo   *os.File
 	closed bool
 }
 
@@ -98,6 +105,12 @@ func Listen(path string, opts Options) (*Listener, error) {
 	}
 	if lb.Stream != "" {
 		l.log = l.log.WithValues("stream", lb.Stream)
+	}
+	if opts.FIFO != "" {
+		if err := l.readFIFO(opts.FIFO); err != nil {
+			ln.Close()
+			return nil, err
+		}
 	}
 	l.wg.Add(1)
 	go l.accept()
@@ -177,8 +190,9 @@ func (l *Listener) emit(text string) {
 	l.log.Info("output", "line", text)
 }
 
-// Close stops accepting, closes open connections, waits until every line
-// read so far is written, and removes the socket file.
+// Close stops accepting, closes open connections and its end of the FIFO,
+// waits until every line read so far is written, and removes the socket
+// file (not the FIFO).
 func (l *Listener) Close() error {
 	l.mu.Lock()
 	if l.closed {
@@ -189,6 +203,9 @@ func (l *Listener) Close() error {
 	err := l.ln.Close()
 	for c := range l.conns {
 		c.Close()
+	}
+	if l.fifo != nil {
+		l.fifo.Close()
 	}
 	l.mu.Unlock()
 	l.wg.Wait()

@@ -1,6 +1,6 @@
 // Package trampoline is `unitlet exec`: the first thing a unit runs. It
 // reads the launch file beneath its directory (no symlink followed), wires
-// stdout and stderr to the instance's log socket, drops to the launch
+// stdout and stderr to the instance's log socket or FIFO, drops to the launch
 // file's user, and execs argv with exactly the launch file's env. It
 // execs nothing unless every step before succeeded.
 package trampoline
@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/unitlet/unitlet/runtime/launch"
+	"github.com/unitlet/unitlet/runtime/logs"
 	"golang.org/x/sys/unix"
 )
 
@@ -27,7 +28,7 @@ const (
 	ExitNotFound   = 127 // argv[0] does not exist
 
 	commandName = "unitlet exec"
-	usage       = "usage: unitlet exec --launch FILE [--log-socket PATH] [--err-socket PATH]"
+	usage       = "usage: unitlet exec --launch FILE [--log-socket PATH | --log-fifo PATH] [--err-socket PATH]"
 )
 
 // Main runs `unitlet exec` with args (the flags after "exec"). It returns
@@ -42,11 +43,12 @@ func Main(args []string, stderr io.Writer) int {
 	fs.SetOutput(io.Discard)
 	launchPath := fs.String("launch", "", "launch file")
 	logSocket := fs.String("log-socket", "", "unix socket for stdout and stderr")
+	logFIFO := fs.String("log-fifo", "", "named pipe for stdout and stderr (the systemd backend)")
 	errSocket := fs.String("err-socket", "", "unix socket for stderr alone (cmd role)")
 	if err := fs.Parse(args); err != nil {
 		return fail(ExitUsage, "%v; %s", err, usage)
 	}
-	if *launchPath == "" || fs.NArg() != 0 {
+	if *launchPath == "" || fs.NArg() != 0 || (*logSocket != "" && *logFIFO != "") {
 		return fail(ExitUsage, "%s", usage)
 	}
 	abs, err := filepath.Abs(*launchPath)
@@ -66,6 +68,11 @@ func Main(args []string, stderr io.Writer) int {
 	if *logSocket != "" {
 		if err := redirect(*logSocket, 1, 2); err != nil {
 			return fail(ExitSetup, "log socket: %v", err)
+		}
+	}
+	if *logFIFO != "" {
+		if err := redirectFIFO(*logFIFO, 1, 2); err != nil {
+			return fail(ExitSetup, "log fifo: %v", err)
 		}
 	}
 	if *errSocket != "" {
@@ -91,6 +98,24 @@ func Main(args []string, stderr io.Writer) int {
 		return fail(ExitNotFound, "exec %s: %v", lf.Argv[0], err)
 	}
 	return fail(ExitCannotExec, "exec %s: %v", lf.Argv[0], err)
+}
+
+// redirectFIFO makes the named pipe at path each of fds, opened for
+// reading and writing (logs.OpenFIFO): the app holds a reader itself, so
+// no agent restart can make its writes fail with EPIPE or kill it with
+// SIGPIPE; they block only once the pipe is full and no agent reads.
+func redirectFIFO(path string, fds ...int) error {
+	f, err := logs.OpenFIFO(path, false)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(f)
+	for _, fd := range fds {
+		if err := unix.Dup3(f, fd, 0); err != nil {
+			return fmt.Errorf("dup to fd %d: %w", fd, err)
+		}
+	}
+	return nil
 }
 
 // redirect connects to the unix stream socket at path and makes it each of

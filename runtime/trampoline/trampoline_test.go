@@ -14,6 +14,7 @@ import (
 	"github.com/unitlet/unitlet/runtime/launch"
 	"github.com/unitlet/unitlet/runtime/layout"
 	"github.com/unitlet/unitlet/runtime/logs"
+	"golang.org/x/sys/unix"
 )
 
 // The test binary doubles as `unitlet exec`: with this variable set it
@@ -227,9 +228,10 @@ func TestLaunchFileSymlinkRefused(t *testing.T) {
 
 func TestUsageErrors(t *testing.T) {
 	tests := map[string][]string{
-		"no launch flag": {},
-		"unknown flag":   {"--launch", "x", "--privileged"},
-		"extra argument": {"--launch", "x", "extra"},
+		"no launch flag":  {},
+		"unknown flag":    {"--launch", "x", "--privileged"},
+		"extra argument":  {"--launch", "x", "extra"},
+		"socket and fifo": {"--launch", "x", "--log-socket", "a.sock", "--log-fifo", "a.fifo"},
 	}
 	for name, args := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -244,6 +246,58 @@ func TestUnreachableLogSocketExecsNothing(t *testing.T) {
 	lf := writeLaunch(t, launch.File{Schema: launch.Schema, Argv: markerArgv(marker)})
 	code, stderr := runExec(t, "--launch", lf, "--log-socket", filepath.Join(t.TempDir(), "none.sock"))
 	assertRefused(t, code, ExitSetup, stderr, marker)
+}
+
+// The systemd backend's stdout: a FIFO the app holds open for reading
+// too, so output written while no agent reads waits in the pipe.
+func TestExecOutputIntoFIFO(t *testing.T) {
+	dir := t.TempDir()
+	file, err := logs.OpenRotating(filepath.Join(dir, "app.log"), 1<<20, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { file.Close() })
+	fifo := filepath.Join(dir, "g1.fifo")
+	if err := logs.MakeFIFO(fifo); err != nil {
+		t.Fatal(err)
+	}
+	// No listener yet: the app's lines must wait, not fail. (The pipe
+	// keeps them while anyone holds it open: here this holder, in a node
+	// the running app itself.)
+	holder, err := logs.OpenFIFO(fifo, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(holder) })
+	lf := writeLaunch(t, launch.File{Schema: launch.Schema, Argv: []string{"/bin/sh", "-c", "echo out; echo err >&2"}})
+	if code, stderr := runExec(t, "--launch", lf, "--log-fifo", fifo); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	l, err := logs.Listen(filepath.Join(dir, "g1.sock"), logs.Options{
+		Labels: logs.Labels{Namespace: "ns", Name: "web", Role: layout.RoleRun, Generation: 1},
+		File:   file, FIFO: fifo,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	if d := cmp.Diff([]string{"out", "err"}, loggedLines(t, file.Path(), 2)); d != "" {
+		t.Errorf("logged (-want,+got):\n%s", d)
+	}
+}
+
+func TestLogFIFONotAPipeExecsNothing(t *testing.T) {
+	marker := filepath.Join(t.TempDir(), "ran")
+	lf := writeLaunch(t, launch.File{Schema: launch.Schema, Argv: markerArgv(marker)})
+	regular := filepath.Join(t.TempDir(), "g1.fifo")
+	if err := os.WriteFile(regular, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, stderr := runExec(t, "--launch", lf, "--log-fifo", regular)
+	assertRefused(t, code, ExitSetup, stderr, marker)
+	if !strings.Contains(stderr, "not a named pipe") {
+		t.Errorf("reason does not say what is wrong: %q", stderr)
+	}
 }
 
 func assertRefused(t *testing.T, code, wantCode int, stderr, marker string) {
