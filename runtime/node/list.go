@@ -32,9 +32,10 @@ func (n *Node) List(ctx context.Context) ([]Ref, error) {
 }
 
 // adopt watches a running slot this Node did not start (an agent
-// restart), so its end reaches Events too, and binds its log socket anew:
-// the listener died with the agent that bound it, and the app's output
-// (held open by its shim) flows again once something listens.
+// restart), so its end reaches Events too, and binds its log socket anew
+// and opens its log FIFO again: the listener died with the agent that
+// bound it, and the app's output (held open by its shim, or waiting in
+// the FIFO the app holds) flows again once something listens.
 func (n *Node) adopt(ref Ref, p layout.Proc) {
 	in := n.instanceOf(ref.InstanceRef)
 	n.mu.Lock()
@@ -74,6 +75,9 @@ func (n *Node) relisten(in *instance, p layout.Proc) (*logs.Listener, error) {
 	return logs.Listen(p.LogSocket(), logs.Options{
 		Labels: logs.Labels{Namespace: li.Namespace(), Name: li.Name(), Host: host, Role: p.Role(), Generation: p.Generation(), Sidecar: p.SidecarName()},
 		File:   f, Logger: n.cfg.Log,
+		// The same pipe the app still writes into: what it wrote while
+		// no agent read is read now.
+		FIFO: p.LogFIFO(),
 	})
 }
 

@@ -2,6 +2,8 @@ package node
 
 import (
 	"context"
+	"errors"
+	"os"
 	"time"
 
 	"github.com/unitlet/unitlet/runtime/outcome"
@@ -64,5 +66,12 @@ func (n *Node) release(ref Ref) {
 	}
 	if err := s.close(); err != nil {
 		n.cfg.Log.Info("close listeners", "namespace", ref.Namespace, "name", ref.Name, "generation", ref.Generation, "err", err)
+	}
+	// The slot is gone: its log FIFO (left by close for an agent restart)
+	// has no writer left to keep it for.
+	if p, err := n.procOf(ref); err == nil && p.LogFIFO() != "" {
+		if err := os.Remove(p.LogFIFO()); err != nil && !errors.Is(err, os.ErrNotExist) {
+			n.cfg.Log.Info("remove log fifo", "path", p.LogFIFO(), "err", err)
+		}
 	}
 }

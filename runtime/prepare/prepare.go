@@ -176,6 +176,9 @@ func Prepare(req Request) (res *Result, err error) {
 			Labels: logs.Labels{Namespace: inst.Namespace(), Name: inst.Name(), Host: req.Host, Role: p.Role(), Generation: p.Generation(), Sidecar: p.SidecarName()},
 			File:   req.LogFile,
 			Logger: req.Logger,
+			// Beside the socket: the systemd backend's trampoline writes
+			// here, and the pipe outlives this agent (logs.OpenFIFO).
+			FIFO: p.LogFIFO(),
 		})
 		if err != nil {
 			return res, fmt.Errorf("log listener: %w", err)

@@ -48,6 +48,7 @@ func standInExec(args []string) {
 	fs := flag.NewFlagSet("exec", flag.ContinueOnError)
 	file := fs.String("launch", "", "launch file")
 	_ = fs.String("log-socket", "", "log socket")
+	_ = fs.String("log-fifo", "", "log fifo")
 	if err := fs.Parse(args); err != nil {
 		os.Exit(standInRefused)
 	}

@@ -9,6 +9,7 @@ import (
 	godbus "github.com/godbus/dbus/v5"
 
 	"github.com/unitlet/unitlet/runtime/cgroups"
+	"github.com/unitlet/unitlet/runtime/layout"
 	"github.com/unitlet/unitlet/runtime/units/record"
 )
 
@@ -50,7 +51,7 @@ func (b *Systemd) serviceProps(spec Spec) ([]sddbus.Property, error) {
 	launchFile := filepath.Join(inst.DataDir(), spec.Proc.LaunchFile())
 	props := []sddbus.Property{
 		sddbus.PropDescription("unitlet " + spec.Proc.UnitName()),
-		sddbus.PropExecStart([]string{b.cfg.Exe, "exec", "--launch", launchFile, "--log-socket", spec.Proc.LogSocket()}, false),
+		sddbus.PropExecStart(append([]string{b.cfg.Exe, "exec", "--launch", launchFile}, logFlags(spec.Proc)...), false),
 		// The exit record in the direct backend's format, from systemd's
 		// $SERVICE_RESULT, $EXIT_CODE and $EXIT_STATUS.
 		execStopPostPrivileged([]string{b.cfg.Exe, "exit-record", "--dir", inst.ExitDir(), "--name", record.Name(spec.Proc, record.ExitSuffix)}),
@@ -86,4 +87,16 @@ type execCommandEx struct {
 // dir even when the app runs as a user of its own.
 func execStopPostPrivileged(argv []string) sddbus.Property {
 	return sddbus.Property{Name: "ExecStopPostEx", Value: godbus.MakeVariant([]execCommandEx{{Path: argv[0], Argv: argv, Flags: []string{"privileged"}}})}
+}
+
+// logFlags wire the trampoline's output. A service's app writes into its
+// log FIFO, which it holds open itself: nothing between it and the agent
+// can break when the agent restarts, unlike a socket connection the agent
+// held (the direct backend's shim holds that one instead). cmd keeps its
+// two sockets.
+func logFlags(p layout.Proc) []string {
+	if f := p.LogFIFO(); f != "" {
+		return []string{"--log-fifo", f}
+	}
+	return []string{"--log-socket", p.LogSocket()}
 }

@@ -65,6 +65,9 @@ var (
 	kube testutil.API
 	sys  *systemdboot.System
 	lay  layout.Layout
+	// unitExe is the unitlet binary the units run (a copy the namespace
+	// sees).
+	unitExe string
 )
 
 func TestMain(m *testing.M) {
@@ -117,18 +120,9 @@ func run(m *testing.M) int {
 		}
 	}()
 
+	unitExe = exe
 	log := stderrLogger()
-	backend, err := units.NewSystemd(units.SystemdConfig{
-		Connect: sys.Conn, Exe: exe, CgroupDirs: hostCgroupDirs, ProofBudget: 30 * time.Second,
-		Layout: lay, Log: log.WithName("systemd"),
-	})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer backend.Close()
-	rt, err := node.New(node.Config{Layout: lay, Backend: backend, SocketGID: -1, AppUID: -1, Exe: exe,
-		Log: log.WithName("runtime")})
+	rt, err := newRuntime(log)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -145,6 +139,26 @@ func run(m *testing.M) int {
 	// Stop the reconcilers before the runtime and systemd go.
 	defer func() { cancel(); <-stopped }()
 	return m.Run()
+}
+
+// newRuntime is the agent's node runtime over the booted systemd: a
+// backend with a bus connection of its own, and a Node over the roots.
+// Closing the Node closes the backend, as an agent's exit does.
+func newRuntime(log logr.Logger) (*node.Node, error) {
+	backend, err := units.NewSystemd(units.SystemdConfig{
+		Connect: sys.Conn, Exe: unitExe, CgroupDirs: hostCgroupDirs, ProofBudget: 30 * time.Second,
+		Layout: lay, Log: log.WithName("systemd"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	rt, err := node.New(node.Config{Layout: lay, Backend: backend, SocketGID: -1, AppUID: -1, Exe: unitExe,
+		Log: log.WithName("runtime")})
+	if err != nil {
+		backend.Close()
+		return nil, err
+	}
+	return rt, nil
 }
 
 // startReconcilers runs both reconcilers for testNode in a manager, set up
