@@ -97,11 +97,21 @@ func TestSwapGenerations(t *testing.T) {
 	}
 
 	c1 := e.cgroupDir(t, r1.Ref)
+	p1, err := n.procOf(r1.Ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(p1.LogFIFO()); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
+		t.Errorf("g1's log FIFO while it runs: %v %v, want a named pipe", fi, err)
+	}
 	if k := n.Retire(ctx, r1.Ref, 2*time.Second); !k.Proven {
 		t.Fatalf("retire g1: %v", k.Err())
 	}
 	if _, err := os.Stat(c1); !os.IsNotExist(err) {
 		t.Errorf("g1's cgroup %s still there after a proven retire (%v)", c1, err)
+	}
+	if _, err := os.Lstat(p1.LogFIFO()); !os.IsNotExist(err) {
+		t.Errorf("g1's log FIFO still there after a proven retire (%v)", err)
 	}
 	st, err = n.Observe(ctx, r1.Ref)
 	if err != nil || !st.Gone() || st.Populated {
