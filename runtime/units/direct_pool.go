@@ -28,12 +28,12 @@ var errHandOff = errors.New("units: shim did not take its job")
 // exactly as a start's shim (own session, report pipe), it does nothing
 // until the job pipe delivers a whole job.
 type warmShim struct {
-	pid    int
-	idle   bool             // started in shim.IdleSched
-	job    *os.File         // write end: the job, then close
-	report *os.File         // read end of the report pipe
-	done   chan struct{}    // closed once the shim is reaped
-	state  *os.ProcessState // how it ended, set before done closes
+	pid     int
+	lowPrio bool             // started in shim.IdleSched
+	job     *os.File         // write end: the job, then close
+	report  *os.File         // read end of the report pipe
+	done    chan struct{}    // closed once the shim is reaped
+	state   *os.ProcessState // how it ended, set before done closes
 }
 
 // shimPool holds the idle shims; it is filled after each start, never
@@ -70,8 +70,8 @@ func (b *Direct) spawnShim(idle bool) (*warmShim, error) {
 		// terminal reaches it, and it outlives the agent.
 		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
 	}
-	idle = idle && b.canLeaveIdle()
-	if idle {
+	lowPrio := idle && b.canLeaveIdle()
+	if lowPrio {
 		err = shim.StartWith(cmd, shim.IdleSched)
 	} else {
 		err = cmd.Start()
@@ -84,7 +84,7 @@ func (b *Direct) spawnShim(idle bool) (*warmShim, error) {
 		return nil, fmt.Errorf("units: start shim: %w", err)
 	}
 	// The shim is the agent's child until the agent dies: reap it.
-	s := &warmShim{pid: cmd.Process.Pid, idle: idle, job: jw, report: rr, done: make(chan struct{})}
+	s := &warmShim{pid: cmd.Process.Pid, lowPrio: lowPrio, job: jw, report: rr, done: make(chan struct{})}
 	go func() {
 		_ = cmd.Wait()
 		s.state = cmd.ProcessState
@@ -125,7 +125,7 @@ func (s *warmShim) dismiss() {
 // shim spawned meanwhile would take a core from the start it serves.
 func (b *Direct) handOff(job []byte, sched *shim.Sched) (*warmShim, error) {
 	if s := b.pool.take(); s != nil {
-		if s.idle && sched != nil {
+		if s.lowPrio && sched != nil {
 			// Out of IdleSched before it wakes: the shim would do it
 			// itself, but only once it got a CPU nothing else wanted.
 			if err := shim.Apply(s.pid, *sched); err != nil {
