@@ -71,6 +71,9 @@ type Direct struct {
 	// before its report is read: a starter killed here leaves a shim
 	// whose fate only the records tell.
 	afterShim func(pid int)
+	// betweenLooks, when set by a test, runs in Observe between its look
+	// at the cgroup and its read of the records.
+	betweenLooks func()
 	// trampoline, when set by a test, replaces Exe as the trampoline the
 	// shim starts (a real shim failing a real exec).
 	trampoline string

@@ -57,11 +57,19 @@ func (b *Direct) Observe(ctx context.Context, p layout.Proc) (Status, error) {
 	if err != nil {
 		return Status{}, err
 	}
-	rs, err := readRecords(p)
+	// The cgroup first, the records after: the shim writes its exit
+	// record before it leaves the cgroup, so a cgroup seen empty means
+	// the records read next hold every word it wrote. The other order
+	// can miss an exit written between the two looks and read a clean
+	// exit as "ended unrecorded".
+	pids, err := m.Pids(child)
 	if err != nil {
 		return Status{}, fmt.Errorf("units: observe %s: %w", p.UnitName(), err)
 	}
-	pids, err := m.Pids(child)
+	if b.betweenLooks != nil {
+		b.betweenLooks()
+	}
+	rs, err := readRecords(p)
 	if err != nil {
 		return Status{}, fmt.Errorf("units: observe %s: %w", p.UnitName(), err)
 	}
