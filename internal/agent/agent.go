@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 
@@ -78,13 +79,19 @@ func run(ctx context.Context, opts Options, log logr.Logger, j joining) error {
 	if err != nil {
 		return fmt.Errorf("manager: %w", err)
 	}
+	exit := &atExit{}
+	opts.atExit = exit
 	if err := setupEnrollment(mgr, opts, log, j); err != nil {
-		return err
+		return errors.Join(err, exit.run())
 	}
 	log.Info("agent starting", "node", opts.NodeName, "version", Version,
 		"stateRoot", opts.StateRoot, "runRoot", opts.RunRoot, "cgroupRoot", opts.CgroupRoot,
 		"unitBackend", opts.UnitBackend, "requireEnrollment", opts.RequireEnrollment)
-	return mgr.Start(ctx)
+	err = mgr.Start(ctx)
+	if cerr := exit.run(); cerr != nil {
+		log.Error(cerr, "closing the node runtime")
+	}
+	return err
 }
 
 func restConfig(kubeconfig string) (*rest.Config, error) {

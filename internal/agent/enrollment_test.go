@@ -36,6 +36,9 @@ type hostingProbe struct {
 	calls int
 	gate  hostgate.Gate
 	seen  map[string]bool
+	// closes counts the runs of what setup registered at exit, as the
+	// real setupHosting registers the node runtime's close.
+	closes int
 }
 
 func (p *hostingProbe) setup(mgr ctrl.Manager, opts Options) error {
@@ -43,6 +46,12 @@ func (p *hostingProbe) setup(mgr ctrl.Manager, opts Options) error {
 	p.calls++
 	p.gate = opts.Gate
 	p.mu.Unlock()
+	opts.atExit.add(func() error {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.closes++
+		return nil
+	})
 	return ctrl.NewControllerManagedBy(mgr).For(&hostingv1alpha1.Instance{}).Named("test-hosting-probe").
 		// Each test's agent registers it once in this one process.
 		WithOptions(controller.Options{SkipNameValidation: ptr.To(true)}).
@@ -323,6 +332,21 @@ func TestEnrollmentNotRequired(t *testing.T) {
 	if err := env.Client.Get(context.Background(), client.ObjectKey{Name: "dev-node"}, &enr); !isNotFound(err) {
 		t.Errorf("Enrollment without enrollment required: %v", err)
 	}
+	if got := a.probe.closesSoFar(); got != 0 {
+		t.Errorf("hosting closed %d times while the agent runs", got)
+	}
+	if err := a.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if got := a.probe.closesSoFar(); got != 1 {
+		t.Errorf("hosting closed %d times after the agent stopped, want 1", got)
+	}
+}
+
+func (p *hostingProbe) closesSoFar() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.closes
 }
 
 func (a *testAgent) probeEvery() time.Duration { return 100 * time.Millisecond }

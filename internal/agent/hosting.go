@@ -25,6 +25,9 @@ func setupHosting(mgr ctrl.Manager, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("node runtime: %w", err)
 	}
+	if opts.atExit != nil {
+		opts.atExit.add(rt.Close)
+	}
 	log.Info("node runtime ready", "unitBackend", backend)
 	metrics.SetAgentInfo(opts.NodeName, Version, backend)
 	recorder := mgr.GetEventRecorder("unitlet-agent")

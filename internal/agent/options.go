@@ -36,6 +36,9 @@ type Options struct {
 	// Gate is not a flag: Run sets it before setupHosting, and the hosting
 	// reconcilers consult it before they start new work.
 	Gate hostgate.Gate
+	// atExit is not a flag either: run sets it, setupHosting registers
+	// the node runtime's close on it.
+	atExit *atExit
 }
 
 // Parse reads the agent's flags from args.

@@ -107,7 +107,9 @@ func startAgent(t *testing.T, name string, opts ...func(*agent)) *agent {
 		logPath:    filepath.Join(t.TempDir(), "agent.log"),
 	}
 	t.Cleanup(func() {
+		idle := a.idleChildren(t)
 		a.stop(syscall.SIGTERM)
+		expectReaped(t, idle)
 		if t.Failed() {
 			if b, err := os.ReadFile(a.logPath); err == nil {
 				t.Logf("agent %s log (tail):\n%s", name, tail(string(b), 60))
