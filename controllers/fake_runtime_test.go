@@ -177,6 +177,18 @@ func (f *fakeRuntime) List(context.Context) ([]node.Ref, error) {
 	return out, nil
 }
 
+// ListInstance is List for one Instance.
+func (f *fakeRuntime) ListInstance(ctx context.Context, inst node.InstanceRef) ([]node.Ref, error) {
+	all, err := f.List(ctx)
+	var out []node.Ref
+	for _, ref := range all {
+		if ref.InstanceRef == inst {
+			out = append(out, ref)
+		}
+	}
+	return out, err
+}
+
 func (f *fakeRuntime) Events() <-chan node.Ref { return f.events }
 
 func (f *fakeRuntime) StableSocket(inst node.InstanceRef) (string, error) {

@@ -97,12 +97,12 @@ func (s *swap) retireRemovedSidecars(ctx context.Context) error {
 // still runs until retired).
 func (s *swap) sidecarSlots(ctx context.Context) ([]node.Ref, error) {
 	names := sidecarNames(s.inst)
-	all, err := s.r.Runtime.List(ctx)
+	held, err := s.r.Runtime.ListInstance(ctx, s.ref())
 	if err != nil {
-		return nil, fmt.Errorf("list the node's sidecars: %w", err)
+		return nil, fmt.Errorf("list the Instance's sidecars: %w", err)
 	}
-	for _, ref := range all {
-		if ref.InstanceRef == s.ref() && ref.Role == layout.RoleSidecar && !slices.Contains(names, ref.Sidecar) {
+	for _, ref := range held {
+		if ref.Role == layout.RoleSidecar && !slices.Contains(names, ref.Sidecar) {
 			names = append(names, ref.Sidecar)
 		}
 	}

@@ -36,23 +36,43 @@ func Discover(cfg Config) ([]Discovered, error) {
 		if !strings.HasPrefix(name, layout.CgroupPrefix) {
 			continue
 		}
-		parent := path.Join(cfg.root(), name)
-		found := Discovered{Parent: parent, Name: name}
-		kids, err := d.children(parent)
+		found, err := discoverParent(d, cfg, name)
 		if err != nil {
-			return nil, fmt.Errorf("list %s: %w", parent, err)
-		}
-		for _, k := range kids {
-			pids, err := d.pids(path.Join(parent, k))
-			if err != nil {
-				return nil, fmt.Errorf("pids of %s/%s: %w", parent, k, err)
-			}
-			n, _ := layout.ParseGenerationCgroup(k)
-			found.Children = append(found.Children, DiscoveredChild{Name: k, Generation: n, Pids: pids})
+			return nil, err
 		}
 		out = append(out, found)
 	}
 	return out, nil
+}
+
+// DiscoverParent is Discover for the one instance parent called name
+// (the last element of layout.InstanceCgroup): the work of one Instance
+// costs no look at the others. A parent that does not exist has no
+// children.
+func DiscoverParent(cfg Config, name string) (Discovered, error) {
+	mode, h, err := detect(cfg.MountRoot)
+	if err != nil {
+		return Discovered{}, err
+	}
+	return discoverParent(newDriver(mode, h), cfg, name)
+}
+
+func discoverParent(d driver, cfg Config, name string) (Discovered, error) {
+	parent := path.Join(cfg.root(), name)
+	found := Discovered{Parent: parent, Name: name}
+	kids, err := d.children(parent)
+	if err != nil {
+		return found, fmt.Errorf("list %s: %w", parent, err)
+	}
+	for _, k := range kids {
+		pids, err := d.pids(path.Join(parent, k))
+		if err != nil {
+			return found, fmt.Errorf("pids of %s/%s: %w", parent, k, err)
+		}
+		n, _ := layout.ParseGenerationCgroup(k)
+		found.Children = append(found.Children, DiscoveredChild{Name: k, Generation: n, Pids: pids})
+	}
+	return found, nil
 }
 
 // SweepStale kills and removes every cgroup directly below cfg's root

@@ -39,6 +39,16 @@ func TestDiscoverFromFileSystem(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("Discover (-want,+got):\n%s", diff)
 	}
+	// One parent alone is what Discover says of it; a missing one is empty.
+	for _, w := range append(want, Discovered{Parent: path.Join(cfg.Root, "unitlet-ns_none"), Name: "unitlet-ns_none"}) {
+		one, err := DiscoverParent(cfg, w.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(w, one); diff != "" {
+			t.Errorf("DiscoverParent(%s) (-want,+got):\n%s", w.Name, diff)
+		}
+	}
 }
 
 // The sweep kills and removes what matches its prefix and is not kept,

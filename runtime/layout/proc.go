@@ -169,6 +169,16 @@ func (i Instance) unitStem() string {
 	return stem
 }
 
+// HasUnit tells whether the service called name is one of the
+// instance's: it starts with the stem all of them share. Every "-" inside
+// a part is escaped, so no other instance's units share that prefix; only
+// a namespace spelled like a ShortID could, and a caller that can parse
+// the name checks the instance too.
+func (i Instance) HasUnit(name string) bool {
+	rest, ok := strings.CutPrefix(name, i.unitStem()+"-")
+	return ok && strings.HasSuffix(rest, ".service")
+}
+
 // longestUnitSuffix is the longest unit suffix: a sidecar whose name is
 // SidecarNameMax characters, every inner one a "-" (escaped to 4 bytes).
 // It is longer than a generation's "-g<20 digits>.service".

@@ -237,3 +237,44 @@ func TestLogFIFO(t *testing.T) {
 		})
 	}
 }
+
+func TestHasUnit(t *testing.T) {
+	l := Layout{StateRoot: "/s", RunRoot: "/r"}
+	inst := func(ns, name string) Instance {
+		i, err := l.Instance(ns, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return i
+	}
+	a := inst("a", "b")
+	long := inst("ns", strings.Repeat("a-b", 20)+"."+strings.Repeat("a-b", 20))
+	unit := func(i Instance, role Role, n uint64, sidecar string) string {
+		p, err := i.Slot(role, n, sidecar)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.UnitName()
+	}
+	tests := map[string]struct {
+		inst Instance
+		name string
+		want bool
+	}{
+		"its generation":                   {inst: a, name: unit(a, RoleRun, 3, ""), want: true},
+		"its sidecar":                      {inst: a, name: unit(a, RoleSidecar, 0, "cache"), want: true},
+		"its seed":                         {inst: a, name: unit(a, RoleSeed, 0, ""), want: true},
+		"its slice is no service":          {inst: a, name: a.SliceName()},
+		"a name that only starts alike":    {inst: a, name: unit(inst("a", "b-c"), RoleRun, 1, "")},
+		"a namespace that only ends alike": {inst: a, name: unit(inst("x-a", "b"), RoleRun, 1, "")},
+		"a long name's generation":         {inst: long, name: unit(long, RoleRun, 1, ""), want: true},
+		"another long name's generation":   {inst: long, name: unit(inst("ns", strings.Repeat("b-a", 20)+"."+strings.Repeat("b-a", 20)), RoleRun, 1, "")},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := tc.inst.HasUnit(tc.name); got != tc.want {
+				t.Errorf("HasUnit(%q) = %v, want %v", tc.name, got, tc.want)
+			}
+		})
+	}
+}

@@ -8,14 +8,34 @@ import (
 	"github.com/unitlet/unitlet/runtime/launch"
 	"github.com/unitlet/unitlet/runtime/layout"
 	"github.com/unitlet/unitlet/runtime/logs"
+	"github.com/unitlet/unitlet/runtime/units"
 )
 
-// List returns every slot the backend knows that maps back to a Ref.
+// List returns every slot the backend knows that maps back to a Ref, and
+// adopts those still running.
 func (n *Node) List(ctx context.Context) ([]Ref, error) {
 	sts, err := n.cfg.Backend.List(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("node: list: %w", err)
 	}
+	return n.refs(sts), nil
+}
+
+// ListInstance is List for inst's slots alone, at the cost of that one
+// Instance whatever else the node runs.
+func (n *Node) ListInstance(ctx context.Context, inst InstanceRef) ([]Ref, error) {
+	li, err := n.layoutOf(inst)
+	if err != nil {
+		return nil, err
+	}
+	sts, err := n.cfg.Backend.ListInstance(ctx, li)
+	if err != nil {
+		return nil, fmt.Errorf("node: list %s/%s: %w", inst.Namespace, inst.Name, err)
+	}
+	return n.refs(sts), nil
+}
+
+func (n *Node) refs(sts []units.Status) []Ref {
 	var out []Ref
 	for _, st := range sts {
 		if st.Proc == nil {
@@ -28,7 +48,7 @@ func (n *Node) List(ctx context.Context) ([]Ref, error) {
 			n.adopt(ref, *st.Proc)
 		}
 	}
-	return out, nil
+	return out
 }
 
 // adopt watches a running slot this Node did not start (an agent

@@ -110,6 +110,9 @@ type Runtime interface {
 	Remove(ctx context.Context, inst InstanceRef) error
 	// List returns every slot the node holds, for re-adoption.
 	List(ctx context.Context) ([]Ref, error)
+	// ListInstance returns every slot of inst the node holds, looking at
+	// no other Instance.
+	ListInstance(ctx context.Context, inst InstanceRef) ([]Ref, error)
 	// Events delivers a slot whenever its unit or cgroup changed (exited,
 	// emptied), so reconcilers need no polling loop.
 	Events() <-chan Ref

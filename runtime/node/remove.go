@@ -33,20 +33,12 @@ func (n *Node) Remove(ctx context.Context, inst InstanceRef) error {
 	in.starting.Lock()
 	defer in.starting.Unlock()
 
-	sts, err := n.cfg.Backend.List(ctx)
+	sts, err := n.cfg.Backend.ListInstance(ctx, li)
 	if err != nil {
 		return fmt.Errorf("node: remove %s/%s: %w", inst.Namespace, inst.Name, err)
 	}
 	var busy []string
 	for _, st := range sts {
-		mine := strings.HasPrefix(st.Cgroup, li.Cgroup()+"/")
-		if st.Proc != nil {
-			pi := st.Proc.Instance()
-			mine = pi.Namespace() == inst.Namespace && pi.Name() == inst.Name
-		}
-		if !mine {
-			continue
-		}
 		pop := !st.Gone()
 		if st.Proc != nil {
 			if p, err := n.populated(*st.Proc, st); err == nil {

@@ -2,7 +2,8 @@ package node
 
 import (
 	"context"
-	"sort"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -30,17 +31,19 @@ func TestSidecarsAreSeparateSlots(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	a, b := e.sidecarRequest("sides", "cache"), e.sidecarRequest("sides", "log-shipper")
+	// Another Instance's sidecar of the same name, for the listings.
+	other := e.sidecarRequest("sides-other", "cache")
 	pids := map[string]int{}
-	for _, r := range []StartRequest{a, b} {
+	for _, r := range []StartRequest{a, b, other} {
 		e.retireAtEnd(t, r.Ref)
 		res := e.node.Start(ctx, r)
 		if res.Start.Kind != outcome.Running {
 			t.Fatalf("start %s: %v (%v)", r.Sidecar, res.Start.Kind, res.Start.Cause)
 		}
-		pids[r.Sidecar] = res.Start.MainPID
+		pids[r.Name+"/"+r.Sidecar] = res.Start.MainPID
 	}
-	if pids["cache"] == pids["log-shipper"] {
-		t.Fatalf("both sidecars report pid %d", pids["cache"])
+	if pids["sides/cache"] == pids["sides/log-shipper"] {
+		t.Fatalf("both sidecars report pid %d", pids["sides/cache"])
 	}
 
 	n2, _ := e.newNode(t)
@@ -49,26 +52,45 @@ func TestSidecarsAreSeparateSlots(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sort.Slice(refs, func(i, j int) bool { return refs[i].Sidecar < refs[j].Sidecar })
-	if diff := cmp.Diff([]Ref{a.Ref, b.Ref}, refs); diff != "" {
+	byName := func(refs []Ref) {
+		slices.SortFunc(refs, func(x, y Ref) int {
+			if c := strings.Compare(x.Name, y.Name); c != 0 {
+				return c
+			}
+			return strings.Compare(x.Sidecar, y.Sidecar)
+		})
+	}
+	byName(refs)
+	if diff := cmp.Diff([]Ref{a.Ref, b.Ref, other.Ref}, refs); diff != "" {
 		t.Errorf("List (-want,+got):\n%s", diff)
+	}
+	// One Instance's listing holds its own slots and no other's.
+	for inst, want := range map[InstanceRef][]Ref{a.InstanceRef: {a.Ref, b.Ref}, other.InstanceRef: {other.Ref}, {"default", "sides-none"}: nil} {
+		got, err := n2.ListInstance(ctx, inst)
+		if err != nil {
+			t.Fatal(err)
+		}
+		byName(got)
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("ListInstance(%v) (-want,+got):\n%s", inst, diff)
+		}
 	}
 
 	if k := e.node.Retire(ctx, a.Ref, time.Second); !k.Proven {
 		t.Fatalf("retire cache: %v", k.Err())
 	}
-	if err := unix.Kill(pids["cache"], 0); err == nil {
-		t.Errorf("cache's pid %d still runs after its proof", pids["cache"])
+	if err := unix.Kill(pids["sides/cache"], 0); err == nil {
+		t.Errorf("cache's pid %d still runs after its proof", pids["sides/cache"])
 	}
 	st, err := e.node.Observe(ctx, b.Ref)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !st.Populated || st.ActiveState != "active" || st.MainPID != pids["log-shipper"] {
+	if !st.Populated || st.ActiveState != "active" || st.MainPID != pids["sides/log-shipper"] {
 		t.Errorf("log-shipper after cache's retirement: %s populated %v pid %d, want active, populated, pid %d",
-			st.ActiveState, st.Populated, st.MainPID, pids["log-shipper"])
+			st.ActiveState, st.Populated, st.MainPID, pids["sides/log-shipper"])
 	}
-	if err := unix.Kill(pids["log-shipper"], 0); err != nil {
-		t.Errorf("log-shipper's pid %d: %v", pids["log-shipper"], err)
+	if err := unix.Kill(pids["sides/log-shipper"], 0); err != nil {
+		t.Errorf("log-shipper's pid %d: %v", pids["sides/log-shipper"], err)
 	}
 }

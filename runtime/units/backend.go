@@ -98,6 +98,9 @@ type Backend interface {
 	// List returns every unit this backend owns, for re-adoption after
 	// an agent restart.
 	List(ctx context.Context) ([]Status, error)
+	// ListInstance returns what List returns of inst's units, without
+	// observing the rest of the node.
+	ListInstance(ctx context.Context, inst layout.Instance) ([]Status, error)
 	// Shutdown bounds every running and future proof by ctx.
 	Shutdown(ctx context.Context)
 }

@@ -122,7 +122,6 @@ func statusOf(p layout.Proc, cgroup string, rs records, live bool) Status {
 // start leaves one), and every populated cgroup child no record claims.
 func (b *Direct) List(ctx context.Context) ([]Status, error) {
 	var out []Status
-	claimed := map[string]bool{}
 	runRoot := b.cfg.Layout.RunRoot
 	outer, err := os.ReadDir(runRoot)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -144,15 +143,40 @@ func (b *Direct) List(ctx context.Context) ([]Status, error) {
 			if err != nil {
 				return nil, err
 			}
-			for _, st := range sts {
-				claimed[st.Cgroup] = true
-			}
 			out = append(out, sts...)
 		}
 	}
-	found, err := cgroups.Discover(cgroups.Config{MountRoot: b.cfg.CgroupMount, Root: b.cfg.Layout.CgroupRoot})
+	found, err := cgroups.Discover(b.cgroupsConfig())
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("units: list cgroups: %w", err)
+	}
+	return b.withUnclaimed(out, found), nil
+}
+
+// ListInstance is List for inst alone: its exit dir and its parent
+// cgroup.
+func (b *Direct) ListInstance(ctx context.Context, inst layout.Instance) ([]Status, error) {
+	out, err := b.listDir(ctx, inst.ExitDir())
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	found, err := cgroups.DiscoverParent(b.cgroupsConfig(), path.Base(inst.Cgroup()))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("units: list cgroups of %s: %w", inst.Cgroup(), err)
+	}
+	return b.withUnclaimed(out, []cgroups.Discovered{found}), nil
+}
+
+func (b *Direct) cgroupsConfig() cgroups.Config {
+	return cgroups.Config{MountRoot: b.cfg.CgroupMount, Root: b.cfg.Layout.CgroupRoot}
+}
+
+// withUnclaimed adds to sts every populated child of found that no status
+// claims: processes with no record, of a start whose records were lost.
+func (b *Direct) withUnclaimed(sts []Status, found []cgroups.Discovered) []Status {
+	claimed := map[string]bool{}
+	for _, st := range sts {
+		claimed[st.Cgroup] = true
 	}
 	for _, d := range found {
 		for _, c := range d.Children {
@@ -161,10 +185,10 @@ func (b *Direct) List(ctx context.Context) ([]Status, error) {
 				continue
 			}
 			b.cfg.Log.Info("populated cgroup without records", "cgroup", cg, "pids", c.Pids)
-			out = append(out, Status{Unit: cg, Cgroup: cg, Loaded: true, ActiveState: "active", SubState: "unknown", Uncertain: true})
+			sts = append(sts, Status{Unit: cg, Cgroup: cg, Loaded: true, ActiveState: "active", SubState: "unknown", Uncertain: true})
 		}
 	}
-	return out, nil
+	return sts
 }
 
 // listDir reads the start records in one instance's exit dir. A record

@@ -94,6 +94,23 @@ func (b *Systemd) observe(ctx context.Context, c *sddbus.Conn, unit string) (Sta
 
 // List returns every unitlet service the manager has loaded.
 func (b *Systemd) List(ctx context.Context) ([]Status, error) {
+	return b.list(ctx, func(string, *layout.Proc) bool { return true })
+}
+
+// ListInstance is List for inst's services alone: only they are observed.
+func (b *Systemd) ListInstance(ctx context.Context, inst layout.Instance) ([]Status, error) {
+	return b.list(ctx, func(unit string, p *layout.Proc) bool {
+		if p != nil {
+			pi := p.Instance()
+			return pi.Namespace() == inst.Namespace() && pi.Name() == inst.Name()
+		}
+		return inst.HasUnit(unit)
+	})
+}
+
+// list observes each loaded unitlet service keep accepts, by its name and
+// the slot that name maps back to (nil when it maps to none).
+func (b *Systemd) list(ctx context.Context, keep func(unit string, p *layout.Proc) bool) ([]Status, error) {
 	c, err := b.connection(ctx)
 	if err != nil {
 		return nil, err
@@ -104,20 +121,34 @@ func (b *Systemd) List(ctx context.Context) ([]Status, error) {
 	}
 	out := make([]Status, 0, len(us))
 	for _, u := range us {
+		proc, perr := b.slotOf(u.Name)
+		if !keep(u.Name, proc) {
+			continue
+		}
+		if perr != nil {
+			b.cfg.Log.Info("listed unit maps to no process slot", "unit", u.Name, "err", perr)
+		}
 		st, err := b.observe(ctx, c, u.Name)
 		if err != nil {
 			return nil, err
 		}
-		if b.cfg.Layout.StateRoot != "" {
-			if p, err := ParseUnitName(b.cfg.Layout, u.Name); err == nil {
-				st.Proc = &p
-			} else {
-				b.cfg.Log.Info("listed unit maps to no process slot", "unit", u.Name, "err", err)
-			}
-		}
+		st.Proc = proc
 		out = append(out, st)
 	}
 	return out, nil
+}
+
+// slotOf maps a unit's name back to its slot; a backend given no state
+// root maps none.
+func (b *Systemd) slotOf(unit string) (*layout.Proc, error) {
+	if b.cfg.Layout.StateRoot == "" {
+		return nil, nil
+	}
+	p, err := ParseUnitName(b.cfg.Layout, unit)
+	if err != nil {
+		return nil, err
+	}
+	return &p, nil
 }
 
 // Stop asks the unit to stop (SIGTERM, then SIGKILL after its grace) and
