@@ -34,7 +34,9 @@ type EnrollmentReporter struct {
 	NodeName string
 }
 
-// +kubebuilder:rbac:groups=hosting.unitlet.dev,resources=enrollments,verbs=get;create
+// list and watch serve the agent's watch of its own Enrollment (selected
+// by name), which notices an approval at once.
+// +kubebuilder:rbac:groups=hosting.unitlet.dev,resources=enrollments,verbs=get;create;list;watch
 // +kubebuilder:rbac:groups=hosting.unitlet.dev,resources=enrollments/status,verbs=get;update;patch
 
 // Approved returns this node's Enrollment, creating it (not approved)

@@ -77,7 +77,7 @@ func setupEnrollment(mgr ctrl.Manager, opts Options, log logr.Logger, j joining)
 	opts.Gate = gate
 	// A direct client: the loop must work before, and apart from, the
 	// hosting reconcilers' cache, and reads only its own Enrollment.
-	c, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
+	c, err := client.NewWithWatch(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
 	if err != nil {
 		return fmt.Errorf("enrollment client: %w", err)
 	}
@@ -98,6 +98,7 @@ func setupEnrollment(mgr ctrl.Manager, opts Options, log logr.Logger, j joining)
 		startHosting: func() error { return j.setupHosting(mgr, opts) },
 		log:          log.WithName("joining").WithValues("node", opts.NodeName),
 	}
+	l.approvals = newApprovalWatch(c, opts.NodeName, j.clock, l.log)
 	if err := mgr.Add(&probeServer{addr: opts.ProbeAddr, ready: l.ready}); err != nil {
 		return err
 	}
@@ -114,6 +115,8 @@ type enrollmentLoop struct {
 	gate                *hostgate.Switch
 	startHosting        func() error
 	log                 logr.Logger
+	// approvals, when set, ends a wait between rounds early.
+	approvals *approvalWatch
 
 	mu      sync.Mutex
 	current join.Decision
@@ -137,6 +140,11 @@ func (l *enrollmentLoop) NeedLeaderElection() bool { return false }
 // joining) and retries with backoff, 1 s doubling to 30 s.
 func (l *enrollmentLoop) Start(ctx context.Context) error {
 	l.logged = map[string]bool{}
+	var wake <-chan struct{} // nil: only the schedule ends a wait
+	if l.approvals != nil {
+		go l.approvals.run(ctx)
+		wake = l.approvals.wake
+	}
 	bo := apiBackoff()
 	for {
 		wait := l.every
@@ -157,6 +165,7 @@ func (l *enrollmentLoop) Start(ctx context.Context) error {
 			l.log.Info("stopping", "stage", l.decision().Stage)
 			return nil
 		case <-l.clock.After(wait):
+		case <-wake:
 		}
 	}
 }

@@ -91,7 +91,9 @@ type testAgent struct {
 	stop  func() error
 }
 
-func startAgent(t *testing.T, node string, opts Options) *testAgent {
+// startAgent runs an agent for node; tune, when given, changes its
+// joining schedule.
+func startAgent(t *testing.T, node string, opts Options, tune ...func(*joining)) *testAgent {
 	t.Helper()
 	installAgentCredentials(t)
 	a := &testAgent{probe: &hostingProbe{}, addr: testutil.FreePort(t), node: node}
@@ -103,6 +105,9 @@ func startAgent(t *testing.T, node string, opts Options) *testAgent {
 	opts.SocketGroup = "root"
 	a.opts = opts
 	j := joining{every: 100 * time.Millisecond, prepareEvery: 300 * time.Millisecond, clock: clock.RealClock{}, setupHosting: a.probe.setup}
+	for _, f := range tune {
+		f(&j)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, opts, testr.New(t), j) }()
