@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/unitlet/unitlet/runtime/instancefs"
 )
 
 // Promote points the Instance's stable app.sock at generation ref's own
@@ -25,6 +27,13 @@ func (n *Node) Promote(ctx context.Context, ref Ref) (string, error) {
 	fi, err := os.Lstat(sock)
 	if err != nil || fi.Mode().Type() != os.ModeSocket {
 		return "", fmt.Errorf("%w: %s (%v)", ErrNoAppSocket, sock, err)
+	}
+	if gid := n.cfg.SocketGID; gid >= 0 {
+		// The app bound it under its own umask; the proxy's group must
+		// be able to connect before clients are sent to it.
+		if err := instancefs.ShareSocket(filepath.Dir(sock), filepath.Base(sock), gid, 0o660); err != nil {
+			return "", fmt.Errorf("%w: %s: %w", ErrNoAppSocket, sock, err)
+		}
 	}
 	stable := li.StableSocket()
 	// Relative, so the run dir may be moved or bind-mounted elsewhere.

@@ -5,8 +5,11 @@ import (
 	"os"
 	"path/filepath"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/go-logr/logr/testr"
 
 	"github.com/unitlet/unitlet/runtime/cgroups"
 	"github.com/unitlet/unitlet/runtime/outcome"
@@ -137,4 +140,45 @@ func (e *env) cgroupDir(t testing.TB, ref Ref) string {
 		t.Fatal(err)
 	}
 	return filepath.Join(cgroups.DefaultMountRoot, "memory", p.Instance().Cgroup(), child)
+}
+
+// TestPromoteSharesSocketWithGroup: with a socket group, the app's own
+// socket (bound under the app's umask, no group write) is handed to that
+// group, connectable (0660), before clients are sent to it.
+func TestPromoteSharesSocketWithGroup(t *testing.T) {
+	const gid = 65534
+	e := newEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	n, err := New(Config{Layout: e.lay, Backend: e.direct, SocketGID: gid, AppUID: -1, Exe: e.exe, Log: testr.New(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = n.Close() })
+	r := e.appRequest("shared", 1)
+	e.retireAtEnd(t, r.Ref)
+	if got := n.Start(ctx, r); got.Start.Kind != outcome.Running {
+		t.Fatalf("start: %v (%v)", got.Start.Kind, got.Start.Cause)
+	}
+	waitReady(ctx, t, n, r.Ref)
+	sock, err := n.appSocket(r.Ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	modeGid := func() (os.FileMode, uint32) {
+		fi, err := os.Lstat(sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Mode().Perm(), fi.Sys().(*syscall.Stat_t).Gid
+	}
+	if mode, _ := modeGid(); mode&0o020 != 0 {
+		t.Fatalf("the app bound its socket group-writable (%v): nothing to show", mode)
+	}
+	if _, err := n.Promote(ctx, r.Ref); err != nil {
+		t.Fatal(err)
+	}
+	if mode, g := modeGid(); mode != 0o660 || g != gid {
+		t.Errorf("after promote: socket mode %v gid %d, want 0660 gid %d", mode, g, gid)
+	}
 }

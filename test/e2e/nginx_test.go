@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -14,10 +15,14 @@ import (
 	"time"
 )
 
+// proxyGroup is the group the e2e agents give the Instances' run dirs and
+// sockets (--socket-group), and nginx's workers run in: a front end
+// reaches the apps through that group, not as root.
+const proxyGroup = "www-data"
+
 // startNginx proxies 127.0.0.1:<port> to an Instance's stable socket, as a
 // front end would; no retries, so every failed upstream connect counts.
-// Workers run as root: the agent does not yet hand the run dir to a
-// socket group a proxy could join (see the notes on issue 6).
+// Its workers run as the user and group proxyGroup names.
 func startNginx(t *testing.T, socket string) string {
 	t.Helper()
 	bin, err := exec.LookPath("nginx")
@@ -31,10 +36,13 @@ func startNginx(t *testing.T, socket string) string {
 	if err != nil {
 		t.Fatal("nginx not installed: run hack/deps.sh (make test does)")
 	}
+	if _, err := user.LookupGroup(proxyGroup); err != nil {
+		t.Fatalf("the proxy's group %s: %v", proxyGroup, err)
+	}
 	dir := t.TempDir()
 	addr := freePort(t)
 	conf := fmt.Sprintf(`daemon off;
-user root root;
+user %[4]s %[4]s;
 worker_processes 1;
 pid %[1]s/nginx.pid;
 error_log %[1]s/error.log warn;
@@ -49,7 +57,7 @@ http {
     location / { proxy_pass http://app; proxy_next_upstream off; }
   }
 }
-`, dir, socket, addr)
+`, dir, socket, addr, proxyGroup)
 	confPath := filepath.Join(dir, "nginx.conf")
 	if err := os.WriteFile(confPath, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
