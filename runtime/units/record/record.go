@@ -114,7 +114,9 @@ const (
 // Name is the record's file name for p.
 func Name(p layout.Proc, suffix string) string { return p.ExitPrefix() + suffix }
 
-// Write stores v atomically and durably as dir/name, mode 0640.
+// Write stores v atomically and durably as dir/name, mode 0600: the
+// records sit in the run dir, which the socket group (the proxies) may
+// read, and only root (agent, shim, ExecStopPost) reads them.
 func Write(dir, name string, v any) error { return write(dir, name, v, instancefs.WriteAtomic) }
 
 // WriteVolatile is Write without the fsyncs, for a record that a power
@@ -125,12 +127,14 @@ func WriteVolatile(dir, name string, v any) error {
 	return write(dir, name, v, instancefs.WriteAtomicVolatile)
 }
 
+const recordMode = 0o600
+
 func write(dir, name string, v any, put func(dir, name string, data []byte, mode os.FileMode) error) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	if err := put(dir, name, append(b, '\n'), 0o640); err != nil {
+	if err := put(dir, name, append(b, '\n'), recordMode); err != nil {
 		return fmt.Errorf("record: write %s: %w", name, err)
 	}
 	return nil

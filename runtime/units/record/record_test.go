@@ -39,6 +39,21 @@ func TestRoundTripAndIdentity(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("record (-want,+got):\n%s", diff)
 	}
+	// The run dir is the socket group's to read; the records are root's.
+	for _, write := range []func(dir, name string, v any) error{Write, WriteVolatile} {
+		n := name + ".mode"
+		if err := write(dir, n, want); err != nil {
+			t.Fatal(err)
+		}
+		fi, err := os.Stat(filepath.Join(dir, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm() != 0o600 {
+			t.Errorf("record mode %v, want 0600", fi.Mode().Perm())
+		}
+		_ = os.Remove(filepath.Join(dir, n))
+	}
 	back, err := got.Identity.Proc(lay)
 	if err != nil {
 		t.Fatal(err)
