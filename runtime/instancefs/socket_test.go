@@ -24,6 +24,18 @@ func bindSocket(t *testing.T, dir, name string) string {
 	return p
 }
 
+// linkTo plants dir/app.sock as a symlink to the file target makes, and
+// returns that file.
+func linkTo(target func(t *testing.T) string) func(t *testing.T, dir string) string {
+	return func(t *testing.T, dir string) string {
+		p := target(t)
+		if err := os.Symlink(p, filepath.Join(dir, "app.sock")); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+}
+
 func TestShareSocket(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: chown to another group")
@@ -39,23 +51,11 @@ func TestShareSocket(t *testing.T) {
 			plant: func(t *testing.T, dir string) string { bindSocket(t, dir, "app.sock"); return "" },
 		},
 		"a symlink to a file outside": {
-			plant: func(t *testing.T, dir string) string {
-				shadow, _ := shadowOutside(t)
-				if err := os.Symlink(shadow, filepath.Join(dir, "app.sock")); err != nil {
-					t.Fatal(err)
-				}
-				return shadow
-			},
+			plant:   linkTo(func(t *testing.T) string { shadow, _ := shadowOutside(t); return shadow }),
 			wantErr: ErrSymlink,
 		},
 		"a symlink to another socket": {
-			plant: func(t *testing.T, dir string) string {
-				other := bindSocket(t, t.TempDir(), "other.sock")
-				if err := os.Symlink(other, filepath.Join(dir, "app.sock")); err != nil {
-					t.Fatal(err)
-				}
-				return other
-			},
+			plant:   linkTo(func(t *testing.T) string { return bindSocket(t, t.TempDir(), "other.sock") }),
 			wantErr: ErrSymlink,
 		},
 		"a plain file": {
