@@ -16,7 +16,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -76,14 +75,8 @@ func startAgent(ctx context.Context, name string, rt nodeRuntime) error {
 	if err != nil {
 		return err
 	}
-	roles := make(chan event.TypedGenericEvent[*v1.Instance], 16)
-	if err := (&InstanceReconciler{Client: mgr.GetClient(), Runtime: rt, NodeName: name,
-		Recorder: mgr.GetEventRecorder("unitlet-agent"), RoleEvents: roles}).SetupWithManager(mgr); err != nil {
-		return err
-	}
-	if err := (&GenerationReconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Runtime: rt, NodeName: name,
-		Recorder: mgr.GetEventRecorder("unitlet-agent"), Grace: time.Second, ProbeInterval: 50 * time.Millisecond,
-		RoleEvents: roles}).SetupWithManager(mgr); err != nil {
+	if err := SetupHosting(mgr, Hosting{Runtime: rt, NodeName: name, Recorder: mgr.GetEventRecorder("unitlet-agent"),
+		Grace: time.Second, ProbeInterval: 50 * time.Millisecond}); err != nil {
 		return err
 	}
 	go func() { _ = mgr.Start(ctx) }()

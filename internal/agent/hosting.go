@@ -5,9 +5,7 @@ import (
 	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 
-	hostingv1alpha1 "github.com/unitlet/unitlet/api/v1alpha1"
 	"github.com/unitlet/unitlet/controllers"
 	"github.com/unitlet/unitlet/internal/metrics"
 )
@@ -31,18 +29,10 @@ func setupHosting(mgr ctrl.Manager, opts Options) error {
 	log.Info("node runtime ready", "unitBackend", backend)
 	metrics.SetAgentInfo(opts.NodeName, Version, backend)
 	recorder := mgr.GetEventRecorder("unitlet-agent")
-	roleEvents := make(chan event.TypedGenericEvent[*hostingv1alpha1.Instance], 64)
-	if err := (&controllers.InstanceReconciler{
-		Client: mgr.GetClient(), Runtime: rt, NodeName: opts.NodeName, Recorder: recorder, Gate: opts.Gate,
-		RoleEvents: roleEvents,
-	}).SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("instance controller: %w", err)
-	}
-	if err := (&controllers.GenerationReconciler{
-		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Runtime: rt, NodeName: opts.NodeName,
-		Recorder: recorder, Gate: opts.Gate, Grace: stopGrace, RoleEvents: roleEvents,
-	}).SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("generation controller: %w", err)
+	if err := controllers.SetupHosting(mgr, controllers.Hosting{
+		Runtime: rt, NodeName: opts.NodeName, Recorder: recorder, Gate: opts.Gate, Grace: stopGrace,
+	}); err != nil {
+		return err
 	}
 	return mgr.Add(&controllers.Adopter{
 		Client: mgr.GetClient(), Cache: mgr.GetCache(), Runtime: rt, NodeName: opts.NodeName,

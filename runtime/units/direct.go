@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"golang.org/x/sys/unix"
 
 	"github.com/unitlet/unitlet/runtime/cgroups"
 	"github.com/unitlet/unitlet/runtime/layout"
@@ -177,6 +178,17 @@ func (b *Direct) Start(ctx context.Context, spec Spec) outcome.Start {
 		_ = os.Remove(filepath.Join(dir, startName))
 		_ = m.RemoveChild(child)
 		return fail(outcome.NotStarted, err)
+	}
+	// A slot whose name comes back (a sidecar started again, a seed run
+	// again) finds its last run's records. Callers start a slot only once
+	// that run is seen gone, so they describe nothing alive, and they must
+	// not be read as this run's. Only files are records: whatever else
+	// sits at the name is left for the shim to fail on.
+	for _, suffix := range []string{record.PidSuffix, record.ExitSuffix} {
+		err := unix.Unlink(filepath.Join(dir, record.Name(p, suffix)))
+		if err != nil && err != unix.ENOENT && err != unix.EISDIR {
+			return notStarted(fmt.Errorf("units: %s: stale record: %w", unit, err))
+		}
 	}
 	sr := record.Start{Schema: record.Schema, Identity: record.IdentityOf(p), InvocationID: id,
 		Cgroup: path.Join(m.Parent(), child), GraceMillis: spec.Grace.Milliseconds(), At: time.Now()}

@@ -120,6 +120,14 @@ func (b *Systemd) Start(ctx context.Context, spec Spec) outcome.Start {
 	if err := b.ensureSlice(ctx, c, spec.Proc.Instance(), spec.Parent); err != nil {
 		return fail(outcome.NotStarted, err)
 	}
+	// A failed unit stays loaded under its name until it is reset, and a
+	// transient unit cannot be started over a loaded one: a slot whose
+	// name comes back (a sidecar started again, a seed run again) would
+	// be refused. Callers start a slot only once its last run is seen
+	// gone, and a reset leaves a unit that is not failed as it is.
+	if err := c.ResetFailedUnitContext(ctx, unit); err != nil && !noSuchUnit(err) {
+		b.cfg.Log.Info("failed state not reset", "unit", unit, "err", err.Error())
+	}
 	if err := ctx.Err(); err != nil {
 		return fail(outcome.NotStarted, fmt.Errorf("units: start %s not sent: %w", unit, err))
 	}

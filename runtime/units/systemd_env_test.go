@@ -81,11 +81,17 @@ func (e *sdEnv) proc(t testing.TB, name string, n uint64, argv ...string) layout
 // and a launch file running argv.
 func makeProc(t testing.TB, lay layout.Layout, name string, n uint64, argv ...string) layout.Proc {
 	t.Helper()
+	return makeSlot(t, lay, name, func(i layout.Instance) (layout.Proc, error) { return i.Generation(n) }, argv...)
+}
+
+// makeSlot is makeProc for the slot pick chooses in instance ns1/name.
+func makeSlot(t testing.TB, lay layout.Layout, name string, pick func(layout.Instance) (layout.Proc, error), argv ...string) layout.Proc {
+	t.Helper()
 	inst, err := lay.Instance("ns1", name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := inst.Generation(n)
+	p, err := pick(inst)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -177,17 +177,10 @@ func startReconcilers(ctx context.Context, rt node.Runtime, log logr.Logger) (<-
 	if err != nil {
 		return nil, err
 	}
-	recorder := mgr.GetEventRecorder("unitlet-agent")
-	if err := (&controllers.InstanceReconciler{
-		Client: mgr.GetClient(), Runtime: rt, NodeName: testNode, Recorder: recorder,
-	}).SetupWithManager(mgr); err != nil {
-		return nil, fmt.Errorf("instance controller: %w", err)
-	}
-	if err := (&controllers.GenerationReconciler{
-		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Runtime: rt, NodeName: testNode,
-		Recorder: recorder, Grace: stopGrace,
-	}).SetupWithManager(mgr); err != nil {
-		return nil, fmt.Errorf("generation controller: %w", err)
+	if err := controllers.SetupHosting(mgr, controllers.Hosting{
+		Runtime: rt, NodeName: testNode, Recorder: mgr.GetEventRecorder("unitlet-agent"), Grace: stopGrace,
+	}); err != nil {
+		return nil, err
 	}
 	stopped := make(chan struct{})
 	go func() {

@@ -1,0 +1,51 @@
+package controllers
+
+import (
+	"fmt"
+	"time"
+
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	v1 "github.com/unitlet/unitlet/api/v1alpha1"
+	"github.com/unitlet/unitlet/internal/hostgate"
+	"github.com/unitlet/unitlet/runtime/node"
+)
+
+// Hosting is what one node's reconcilers share.
+type Hosting struct {
+	Runtime  node.Runtime
+	NodeName string
+	Recorder events.EventRecorder
+	// Gate is consulted before new work; nil always accepts.
+	Gate hostgate.Gate
+	// Grace is how long a retiring generation gets between SIGTERM and
+	// the kill.
+	Grace time.Duration
+	// ProbeInterval is how often a starting generation is probed; 0 is
+	// the GenerationReconciler's default.
+	ProbeInterval time.Duration
+}
+
+// SetupHosting registers the Instance and Generation reconcilers of one
+// node on mgr, wired so that the runtime's events about a seed or a
+// sidecar (which belong to no Generation) wake the Instance they serve.
+// The agent, and every suite that runs the reconcilers, set up through
+// here, so none runs them wired differently.
+func SetupHosting(mgr ctrl.Manager, h Hosting) error {
+	roleEvents := make(chan event.TypedGenericEvent[*v1.Instance], 64)
+	if err := (&InstanceReconciler{
+		Client: mgr.GetClient(), Runtime: h.Runtime, NodeName: h.NodeName, Recorder: h.Recorder, Gate: h.Gate,
+		RoleEvents: roleEvents,
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("instance controller: %w", err)
+	}
+	if err := (&GenerationReconciler{
+		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Runtime: h.Runtime, NodeName: h.NodeName,
+		Recorder: h.Recorder, Gate: h.Gate, Grace: h.Grace, ProbeInterval: h.ProbeInterval, RoleEvents: roleEvents,
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("generation controller: %w", err)
+	}
+	return nil
+}
