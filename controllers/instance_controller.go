@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -41,7 +42,12 @@ type InstanceReconciler struct {
 	// Generation reconciler feeds it from the runtime's events.
 	RoleEvents <-chan event.TypedGenericEvent[*v1.Instance]
 
+	// SidecarBackoff spaces the restarts of a sidecar that keeps dying;
+	// zero values are the kubelet's CrashLoopBackOff figures (10 s, 5 min).
+	SidecarBackoff Backoff
+
 	sidecars sidecarSets // per Instance, the sidecar names last settled
+	restarts *restartBackoff
 }
 
 // +kubebuilder:rbac:groups=hosting.unitlet.dev,resources=instances,verbs=get;list;watch;update;patch
@@ -54,6 +60,7 @@ func (r *InstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_
 	if err := r.Client.Get(ctx, req.NamespacedName, inst); err != nil {
 		if apierrors.IsNotFound(err) {
 			metrics.DeleteInstance(req.Namespace, req.Name)
+			r.restarts.forget(sidecarKeyPrefix(req.Namespace, req.Name))
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -136,6 +143,11 @@ func (r *InstanceReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Gate == nil {
 		r.Gate = hostgate.Always{}
 	}
+	clk, ok := r.Clock.(clock.Clock)
+	if !ok {
+		clk = clock.RealClock{}
+	}
+	r.restarts = newRestartBackoff(cmp.Or(r.SidecarBackoff.Initial, sidecarBackoffInitial), cmp.Or(r.SidecarBackoff.Max, sidecarBackoffMax), clk)
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&v1.Instance{}).
 		Owns(&v1.Generation{})

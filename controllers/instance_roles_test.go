@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -78,6 +79,28 @@ func TestSidecarRestartedWhenItDies(t *testing.T) {
 	})
 	if n, r := fake.Count("start sided/sidecar.cache"), fake.Count("retire sided/sidecar.cache"); n != 1 || r != 0 {
 		t.Errorf("cache started %d times and retired %d times, want 1 and 0: %s", n, r, strings.Join(fake.Calls("sided"), ", "))
+	}
+}
+
+// A sidecar that dies again right after its restart waits out the
+// restart backoff: started again, but not before the backoff has passed.
+func TestSidecarRestartBacksOff(t *testing.T) {
+	create(t, instance("crashy", withSidecars("worker")))
+	waitInstance(t, "crashy", v1.ConditionReady, "True/Reconciled")
+	ref := node.SidecarRef("default", "crashy", "worker")
+	starts := func() int { return fake.Count("start crashy/sidecar.worker") }
+	eventually(t, "sidecar started", func() (bool, string) { return starts() == 1, strings.Join(fake.Calls("crashy"), ", ") })
+	fake.exit(ref, 1)
+	eventually(t, "first restart at once", func() (bool, string) { return starts() == 2, strings.Join(fake.Calls("crashy"), ", ") })
+	died := time.Now()
+	fake.exit(ref, 1)
+	time.Sleep(testSidecarBackoff / 2)
+	if n := starts(); n != 2 {
+		t.Fatalf("restarted %d times within %s of dying again, want 2 (the backoff is %s)", n, time.Since(died), testSidecarBackoff)
+	}
+	eventually(t, "second restart after the backoff", func() (bool, string) { return starts() == 3, strings.Join(fake.Calls("crashy"), ", ") })
+	if since := time.Since(died); since < testSidecarBackoff-100*time.Millisecond {
+		t.Errorf("second restart %s after the death, want no sooner than the backoff %s", since, testSidecarBackoff)
 	}
 }
 

@@ -30,45 +30,62 @@ func slotName(ref node.Ref) string {
 }
 
 // ensureSidecars keeps each sidecar of the template running beside the
-// serving generation, restarting one that died (after proving it gone),
-// and retires the sidecars the template no longer names.
-func (s *swap) ensureSidecars(ctx context.Context) error {
+// serving generation, restarting one that died (after proving it gone,
+// and no sooner than its restart backoff allows), and retires the
+// sidecars the template no longer names. wait is when to look again for
+// a sidecar that waits out its backoff (0: none waits).
+func (s *swap) ensureSidecars(ctx context.Context) (wait time.Duration, err error) {
 	for _, sc := range s.inst.Spec.Template.Sidecars {
-		if err := s.ensureSidecar(ctx, sc); err != nil {
-			return err
+		w, err := s.ensureSidecar(ctx, sc)
+		if err != nil {
+			return 0, err
+		}
+		if w > 0 && (wait == 0 || w < wait) {
+			wait = w
 		}
 	}
-	return s.retireRemovedSidecars(ctx)
+	return wait, s.retireRemovedSidecars(ctx)
 }
 
+// sidecarKeyPrefix starts the restart backoff key of every sidecar of
+// the Instance namespace/name.
+func sidecarKeyPrefix(namespace, name string) string { return namespace + "/" + name + "/" }
+
 // ensureSidecar starts sc unless it runs; a dead run is proven gone first.
-func (s *swap) ensureSidecar(ctx context.Context, sc v1.Sidecar) error {
+func (s *swap) ensureSidecar(ctx context.Context, sc v1.Sidecar) (time.Duration, error) {
 	ref := s.sidecarRef(sc.Name)
 	st, err := s.r.Runtime.Observe(ctx, ref)
 	if err != nil {
-		return fmt.Errorf("observe sidecar %s: %w", sc.Name, err)
+		return 0, fmt.Errorf("observe sidecar %s: %w", sc.Name, err)
 	}
 	if st.Populated || st.ActiveState == "active" || st.ActiveState == "activating" {
-		return nil
+		return 0, nil
 	}
+	key := sidecarKeyPrefix(s.inst.Namespace, s.inst.Name) + sc.Name
 	if st.Exit != nil || st.Loaded {
+		if wait := s.r.restarts.wait(key); wait > 0 {
+			s.r.event(s.inst, corev1.EventTypeWarning, "SidecarBackOff", "Sidecar", "sidecar %s died again (%s); starting it again in %s",
+				sc.Name, exitText(st.Exit), wait.Round(time.Second))
+			return wait, nil
+		}
 		if kill := s.r.Runtime.Retire(ctx, ref, time.Second); !kill.Proven {
-			return fmt.Errorf("sidecar %s: %w", sc.Name, kill.Err())
+			return 0, fmt.Errorf("sidecar %s: %w", sc.Name, kill.Err())
 		}
 		s.r.event(s.inst, corev1.EventTypeWarning, "SidecarRestarted", "Sidecar", "sidecar %s died (%s); starting it again",
 			sc.Name, exitText(st.Exit))
+		s.r.restarts.restarted(key)
 	}
 	res := s.r.Runtime.Start(ctx, s.roleRequest(ref, sc.Role))
 	if res.Start.Kind == outcome.NotStarted {
-		return fmt.Errorf("sidecar %s not started: %w", sc.Name, res.Start.Err())
+		return 0, fmt.Errorf("sidecar %s not started: %w", sc.Name, res.Start.Err())
 	}
-	return nil
+	return 0, nil
 }
 
 // retireRemovedSidecars proves gone every sidecar slot of this Instance
 // on the node that the template does not name. It asks the runtime only
 // when the template's set of names differs from the last one settled
-// (and once after an agent start): a listing is of the whole node.
+// (and once after an agent start).
 func (s *swap) retireRemovedSidecars(ctx context.Context) error {
 	want := sidecarNames(s.inst)
 	key := s.ref()

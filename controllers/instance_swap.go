@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -122,9 +123,11 @@ func (s *swap) advance(ctx context.Context) (ctrl.Result, error) {
 			}
 		}
 	}
+	var sidecarWait time.Duration
 	if latest.Spec.Retired {
 		if active != nil {
-			if err := s.ensureSidecars(ctx); err != nil {
+			var err error
+			if sidecarWait, err = s.ensureSidecars(ctx); err != nil {
 				return ctrl.Result{}, err
 			}
 		}
@@ -136,13 +139,18 @@ func (s *swap) advance(ctx context.Context) (ctrl.Result, error) {
 				s.restoreParent(ctx)
 			}
 		}
-		return ctrl.Result{}, nil
+		return ctrl.Result{RequeueAfter: sidecarWait}, nil
 	}
 	if latest == active {
-		if err := s.ensureSidecars(ctx); err != nil {
+		sidecarWait, err := s.ensureSidecars(ctx)
+		if err != nil {
 			return ctrl.Result{}, err
 		}
-		return s.settle(ctx)
+		res, err := s.settle(ctx)
+		if sidecarWait > 0 && (res.RequeueAfter == 0 || sidecarWait < res.RequeueAfter) {
+			res.RequeueAfter = sidecarWait
+		}
+		return res, err
 	}
 	if failed(latest) {
 		if err := s.r.retireGeneration(ctx, s.inst, latest, RetiredSwapAborted); err != nil {

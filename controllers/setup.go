@@ -26,7 +26,13 @@ type Hosting struct {
 	// ProbeInterval is how often a starting generation is probed; 0 is
 	// the GenerationReconciler's default.
 	ProbeInterval time.Duration
+	// SidecarBackoff spaces a dying sidecar's restarts; zero values are
+	// the kubelet's CrashLoopBackOff figures.
+	SidecarBackoff Backoff
 }
+
+// Backoff is a delay that starts at Initial and doubles up to Max.
+type Backoff struct{ Initial, Max time.Duration }
 
 // SetupHosting registers the Instance and Generation reconcilers of one
 // node on mgr, wired so that the runtime's events about a seed or a
@@ -37,7 +43,7 @@ func SetupHosting(mgr ctrl.Manager, h Hosting) error {
 	roleEvents := make(chan event.TypedGenericEvent[*v1.Instance], 64)
 	if err := (&InstanceReconciler{
 		Client: mgr.GetClient(), Runtime: h.Runtime, NodeName: h.NodeName, Recorder: h.Recorder, Gate: h.Gate,
-		RoleEvents: roleEvents,
+		RoleEvents: roleEvents, SidecarBackoff: h.SidecarBackoff,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("instance controller: %w", err)
 	}

@@ -62,6 +62,10 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// testSidecarBackoff is the first restart backoff of a sidecar that dies
+// twice in a row, short for the tests.
+const testSidecarBackoff = 2 * time.Second
+
 // startAgent runs both reconcilers as node name with rt, as the agent does.
 func startAgent(ctx context.Context, name string, rt nodeRuntime) error {
 	onNode := fields.OneTermEqualSelector(v1.FieldNodeName, name)
@@ -76,7 +80,8 @@ func startAgent(ctx context.Context, name string, rt nodeRuntime) error {
 		return err
 	}
 	if err := SetupHosting(mgr, Hosting{Runtime: rt, NodeName: name, Recorder: mgr.GetEventRecorder("unitlet-agent"),
-		Grace: time.Second, ProbeInterval: 50 * time.Millisecond}); err != nil {
+		Grace: time.Second, ProbeInterval: 50 * time.Millisecond,
+		SidecarBackoff: Backoff{Initial: testSidecarBackoff, Max: 2 * testSidecarBackoff}}); err != nil {
 		return err
 	}
 	go func() { _ = mgr.Start(ctx) }()
