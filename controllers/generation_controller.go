@@ -219,8 +219,8 @@ func (r *GenerationReconciler) observe(ctx context.Context, gen *v1.Generation) 
 		if gen.Status.Phase != v1.PhaseFailed {
 			gen.Status.Phase = v1.PhaseFailed
 			gen.Status.Exit = exitFrom(*st.Exit)
-			r.setCondition(gen, v1.ConditionReady, metav1.ConditionFalse, "Exited", describeExit(st.Exit))
-			r.event(gen, corev1.EventTypeWarning, "Exited", "Observe", "generation %d exited: %s", gen.Spec.Number, describeExit(st.Exit))
+			r.setCondition(gen, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonExited, describeExit(st.Exit))
+			r.event(gen, corev1.EventTypeWarning, v1.ReasonExited, "Observe", "generation %d exited: %s", gen.Spec.Number, describeExit(st.Exit))
 		}
 		return ctrl.Result{}, nil
 	}

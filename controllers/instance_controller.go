@@ -60,7 +60,7 @@ func (r *InstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_
 	if err := r.Client.Get(ctx, req.NamespacedName, inst); err != nil {
 		if apierrors.IsNotFound(err) {
 			metrics.DeleteInstance(req.Namespace, req.Name)
-			r.restarts.forget(sidecarKeyPrefix(req.Namespace, req.Name))
+			r.restarts.forget(restartKeyPrefix(req.Namespace, req.Name))
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}

@@ -47,9 +47,9 @@ func (s *swap) ensureSidecars(ctx context.Context) (wait time.Duration, err erro
 	return wait, s.retireRemovedSidecars(ctx)
 }
 
-// sidecarKeyPrefix starts the restart backoff key of every sidecar of
-// the Instance namespace/name.
-func sidecarKeyPrefix(namespace, name string) string { return namespace + "/" + name + "/" }
+// restartKeyPrefix starts every restart backoff key of the Instance
+// namespace/name: its app's and each sidecar's.
+func restartKeyPrefix(namespace, name string) string { return namespace + "/" + name + "/" }
 
 // ensureSidecar starts sc unless it runs; a dead run is proven gone first.
 func (s *swap) ensureSidecar(ctx context.Context, sc v1.Sidecar) (time.Duration, error) {
@@ -61,7 +61,7 @@ func (s *swap) ensureSidecar(ctx context.Context, sc v1.Sidecar) (time.Duration,
 	if st.Populated || st.ActiveState == "active" || st.ActiveState == "activating" {
 		return 0, nil
 	}
-	key := sidecarKeyPrefix(s.inst.Namespace, s.inst.Name) + sc.Name
+	key := restartKeyPrefix(s.inst.Namespace, s.inst.Name) + "sidecar/" + sc.Name
 	if st.Exit != nil || st.Loaded {
 		if wait := s.r.restarts.wait(key); wait > 0 {
 			s.r.event(s.inst, corev1.EventTypeWarning, "SidecarBackOff", "Sidecar", "sidecar %s died again (%s); starting it again in %s",

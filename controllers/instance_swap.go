@@ -76,7 +76,7 @@ func (s *swap) ensureLatest(ctx context.Context) error {
 	hash := templateHash(&s.inst.Spec.Template)
 	latest := s.latest()
 	if latest != nil && latest.Annotations[AnnotationTemplateHash] == hash &&
-		!(latest.Spec.Retired && latest.Annotations[AnnotationRetiredBecause] == RetiredSuspended) {
+		!(latest.Spec.Retired && (retiredBecause(latest) == RetiredSuspended || retiredBecause(latest) == RetiredExited)) {
 		return nil
 	}
 	var next int64 = 1
@@ -142,6 +142,9 @@ func (s *swap) advance(ctx context.Context) (ctrl.Result, error) {
 		return ctrl.Result{RequeueAfter: sidecarWait}, nil
 	}
 	if latest == active {
+		if exited(active) {
+			return s.replaceExited(ctx, active)
+		}
 		sidecarWait, err := s.ensureSidecars(ctx)
 		if err != nil {
 			return ctrl.Result{}, err
@@ -151,6 +154,11 @@ func (s *swap) advance(ctx context.Context) (ctrl.Result, error) {
 			res.RequeueAfter = sidecarWait
 		}
 		return res, err
+	}
+	if failed(latest) && active != nil && retiredBecause(active) == RetiredExited {
+		// Nothing serves to fall back to: one more crash, not an aborted
+		// swap.
+		return s.replaceExited(ctx, latest)
 	}
 	if failed(latest) {
 		if err := s.r.retireGeneration(ctx, s.inst, latest, RetiredSwapAborted); err != nil {

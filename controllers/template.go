@@ -23,7 +23,7 @@ const (
 	// froze; a different hash on the Instance means a new Generation.
 	AnnotationTemplateHash = "hosting.unitlet.dev/template-hash"
 	// AnnotationRetiredBecause says why a Generation was retired:
-	// Superseded, Suspended, SwapAborted or Deleted.
+	// Superseded, Suspended, SwapAborted, Exited or Deleted.
 	AnnotationRetiredBecause = "hosting.unitlet.dev/retired-because"
 	// AnnotationSeeded records when the Instance's seed role succeeded.
 	AnnotationSeeded = "hosting.unitlet.dev/seeded"
@@ -35,6 +35,10 @@ const (
 	RetiredSuspended   = "Suspended"
 	RetiredSwapAborted = "SwapAborted"
 	RetiredDeleted     = "Deleted"
+	// RetiredExited: it ended on its own while it served (or while it
+	// was to replace one that had), and a successor with the same
+	// template takes its place.
+	RetiredExited = "Exited"
 )
 
 // templateHash is a stable digest of a template: encoding/json sorts map

@@ -31,6 +31,13 @@ const (
 	ReasonSeedFailed       = "SeedFailed"
 	ReasonReadinessTimeout = "ReadinessTimeout"
 	ReasonFenced           = "Fenced"
+	// ReasonExited: the serving generation's app ended on its own.
+	ReasonExited = "Exited"
+	// ReasonRestarting: a successor with the same template replaces a
+	// generation that exited; ReasonBackOff: it waits out the restart
+	// backoff first.
+	ReasonRestarting = "Restarting"
+	ReasonBackOff    = "BackOff"
 
 	// Start outcomes.
 	ReasonRunning              = "Running"

@@ -1,0 +1,51 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	v1 "github.com/unitlet/unitlet/api/v1alpha1"
+)
+
+// exited: g ran, and its app ended on its own.
+func exited(g *v1.Generation) bool {
+	return g.Status.Phase == v1.PhaseFailed && g.Status.Exit != nil &&
+		meta.IsStatusConditionTrue(g.Status.Conditions, v1.ConditionStarted)
+}
+
+func retiredBecause(g *v1.Generation) string {
+	if !g.Spec.Retired {
+		return ""
+	}
+	return g.Annotations[AnnotationRetiredBecause]
+}
+
+// appRestartKey is the restart backoff key of the Instance's app (its
+// generations), beside its sidecars' keys.
+func appRestartKey(namespace, name string) string { return restartKeyPrefix(namespace, name) + "app" }
+
+// replaceExited retires g, which ended on its own while nothing else
+// serves, so that ensureLatest starts a successor with the same template,
+// as a ReplicaSet replaces a Pod that failed. An app that keeps ending is
+// replaced no sooner than the restart backoff allows.
+func (s *swap) replaceExited(ctx context.Context, g *v1.Generation) (ctrl.Result, error) {
+	why := failure(g)
+	if wait := s.r.restarts.wait(appRestartKey(s.inst.Namespace, s.inst.Name)); wait > 0 {
+		s.note = note{reason: v1.ReasonBackOff, reconciling: true,
+			msg: fmt.Sprintf("generation %d ended (%s); its successor starts in %s", g.Spec.Number, why, wait.Round(time.Second))}
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
+	if err := s.r.retireGeneration(ctx, s.inst, g, RetiredExited); err != nil {
+		return ctrl.Result{}, err
+	}
+	s.r.restarts.restarted(appRestartKey(s.inst.Namespace, s.inst.Name))
+	s.r.event(s.inst, corev1.EventTypeWarning, v1.ReasonRestarting, "Restart",
+		"generation %d ended (%s); a successor with the same template replaces it", g.Spec.Number, why)
+	s.progress(v1.ReasonRestarting, "generation %d ended (%s); a successor with the same template replaces it", g.Spec.Number, why)
+	return ctrl.Result{}, nil
+}
