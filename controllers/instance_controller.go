@@ -113,6 +113,9 @@ func (r *InstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_
 		}
 		return ctrl.Result{}, err
 	}
+	if err := s.pruneHistory(ctx); err != nil {
+		return ctrl.Result{}, err
+	}
 	return s.advance(ctx)
 }
 

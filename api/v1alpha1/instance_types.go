@@ -52,6 +52,15 @@ type InstanceSpec struct {
 	// (default: twice the tier).
 	// +optional
 	Overlap *Overlap `json:"overlap,omitempty"`
+
+	// GenerationHistoryLimit is how many retired Generations, proven
+	// gone, are kept for their record (exit, timings); older ones are
+	// deleted. The active and the newest Generation are always kept.
+	// +optional
+	// +kubebuilder:default=10
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000
+	GenerationHistoryLimit *int32 `json:"generationHistoryLimit,omitempty"`
 }
 
 // Overlap is the Instance-wide limit during an Overlap swap.

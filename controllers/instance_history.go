@@ -1,0 +1,39 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/unitlet/unitlet/api/v1alpha1"
+)
+
+// defaultGenerationHistory is spec.generationHistoryLimit when an
+// Instance made before the field existed has none.
+const defaultGenerationHistory = 10
+
+// pruneHistory deletes the oldest Generations that are retired and proven
+// gone beyond spec.generationHistoryLimit: their record is kept for a
+// while, not for ever, or a long life of template changes (or a crash
+// loop) would pile them up. The active and the newest are never pruned,
+// nor anything whose kill is not proven: its finalizer is a lease.
+func (s *swap) pruneHistory(ctx context.Context) error {
+	limit := defaultGenerationHistory
+	if l := s.inst.Spec.GenerationHistoryLimit; l != nil {
+		limit = int(*l)
+	}
+	var done []*v1.Generation // oldest first, as s.gens
+	for _, g := range s.gens {
+		if g != s.latest() && g.Spec.Number != s.inst.Status.ActiveGeneration &&
+			g.Spec.Retired && terminated(g) && g.DeletionTimestamp.IsZero() {
+			done = append(done, g)
+		}
+	}
+	for _, g := range done[:max(0, len(done)-limit)] {
+		if err := s.r.Client.Delete(ctx, g); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("prune generation %d: %w", g.Spec.Number, err)
+		}
+	}
+	return nil
+}
