@@ -206,55 +206,68 @@ const proofPoll = 5 * time.Millisecond
 // inactive, its cgroup empty in every hierarchy CgroupDirs names.
 func (b *Systemd) Prove(ctx context.Context, p layout.Proc) outcome.Kill {
 	return b.proofs.run(ctx, func(ctx context.Context) outcome.Kill {
-		unit := p.UnitName()
 		c, err := b.connection(ctx)
 		if err != nil {
 			return outcome.Unproven(outcome.StopUnanswered, err)
 		}
-		// Where the unit's cgroup is: the slice's, which outlives the unit.
-		slice, err := b.observeSlice(ctx, c, p.Instance().SliceName())
-		if err != nil {
-			return outcome.Unproven(outcome.StopUnanswered, fmt.Errorf("units: read slice of %s: %w", unit, err))
-		}
-		if err := stopUnit(ctx, c, unit); err != nil {
-			return outcome.Unproven(outcome.StopUnanswered, err)
-		}
-		for {
-			st, err := b.observe(ctx, c, unit)
-			if err == nil && st.Gone() {
-				break
+		k := b.prove(ctx, c, p)
+		if k.Proven {
+			// A failed unit stays loaded, and counts among the host's
+			// failed units, until it is reset; how it ended is kept in
+			// its exit record.
+			if err := c.ResetFailedUnitContext(ctx, p.UnitName()); err != nil && !noSuchUnit(err) {
+				b.cfg.Log.Info("failed state not reset", "unit", p.UnitName(), "err", err.Error())
 			}
-			if ctx.Err() != nil {
-				return outcome.Unproven(outcome.UnitActive, fmt.Errorf("units: %s still %s: %w", unit, st.ActiveState, ctx.Err()))
-			}
-			time.Sleep(proofPoll)
 		}
-		if !slice.active {
-			// The instance's slice was never started (systemd loads a
-			// slice by name on demand, inactive) or has stopped, which
-			// systemd does only once everything in it is gone: no unit of
-			// the instance has a cgroup.
+		return k
+	})
+}
+
+func (b *Systemd) prove(ctx context.Context, c *sddbus.Conn, p layout.Proc) outcome.Kill {
+	unit := p.UnitName()
+	// Where the unit's cgroup is: the slice's, which outlives the unit.
+	slice, err := b.observeSlice(ctx, c, p.Instance().SliceName())
+	if err != nil {
+		return outcome.Unproven(outcome.StopUnanswered, fmt.Errorf("units: read slice of %s: %w", unit, err))
+	}
+	if err := stopUnit(ctx, c, unit); err != nil {
+		return outcome.Unproven(outcome.StopUnanswered, err)
+	}
+	for {
+		st, err := b.observe(ctx, c, unit)
+		if err == nil && st.Gone() {
+			break
+		}
+		if ctx.Err() != nil {
+			return outcome.Unproven(outcome.UnitActive, fmt.Errorf("units: %s still %s: %w", unit, st.ActiveState, ctx.Err()))
+		}
+		time.Sleep(proofPoll)
+	}
+	if !slice.active {
+		// The instance's slice was never started (systemd loads a
+		// slice by name on demand, inactive) or has stopped, which
+		// systemd does only once everything in it is gone: no unit of
+		// the instance has a cgroup.
+		return outcome.ProvenKill()
+	}
+	if slice.cgroup == "" {
+		return outcome.Unproven(outcome.NoDelegation, fmt.Errorf("units: the slice of %s has no cgroup to read", unit))
+	}
+	dirs := b.cfg.CgroupDirs(slice.cgroup + "/" + unit)
+	for {
+		n, err := populated(dirs)
+		if err == nil && n == 0 {
 			return outcome.ProvenKill()
 		}
-		if slice.cgroup == "" {
-			return outcome.Unproven(outcome.NoDelegation, fmt.Errorf("units: the slice of %s has no cgroup to read", unit))
-		}
-		dirs := b.cfg.CgroupDirs(slice.cgroup + "/" + unit)
-		for {
-			n, err := populated(dirs)
-			if err == nil && n == 0 {
-				return outcome.ProvenKill()
+		if ctx.Err() != nil || (err != nil && !errors.Is(err, os.ErrNotExist)) {
+			reason := outcome.CgroupNotEmpty
+			if errors.Is(err, os.ErrPermission) {
+				reason = outcome.Permission
 			}
-			if ctx.Err() != nil || (err != nil && !errors.Is(err, os.ErrNotExist)) {
-				reason := outcome.CgroupNotEmpty
-				if errors.Is(err, os.ErrPermission) {
-					reason = outcome.Permission
-				}
-				return outcome.Unproven(reason, fmt.Errorf("units: %s: %d process(es) left in its cgroup: %w", unit, n, errors.Join(err, ctx.Err())))
-			}
-			time.Sleep(proofPoll)
+			return outcome.Unproven(reason, fmt.Errorf("units: %s: %d process(es) left in its cgroup: %w", unit, n, errors.Join(err, ctx.Err())))
 		}
-	})
+		time.Sleep(proofPoll)
+	}
 }
 
 type sliceState struct {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -225,5 +226,44 @@ func TestSystemdRemoveParent(t *testing.T) {
 		if _, err := os.Stat(d); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("slice cgroup %s still there (%v)", d, err)
 		}
+	}
+}
+
+// A proven unit that failed leaves no failed unit behind on the host
+// (node monitoring counts them), and how it ended is still observed, from
+// its exit record.
+func TestSystemdProofResetsFailedUnit(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	env := newSDEnv(t)
+	b := env.backend(t, 5*time.Second)
+	p := env.proc(t, "failing", 1, "/bin/sh", "-c", "sleep 0.1; exit 3")
+	if got := b.Start(ctx, Spec{Proc: p}); got.Kind != outcome.Running {
+		t.Fatalf("start: %v (%v)", got.Kind, got.Cause)
+	}
+	c := env.conn(t)
+	failedUnits := func() []string {
+		us, err := c.ListUnitsFilteredContext(ctx, []string{"failed"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, u := range us {
+			names = append(names, u.Name)
+		}
+		return names
+	}
+	if st := waitGone(ctx, t, b, p); st.ActiveState != "failed" || !slices.Contains(failedUnits(), p.UnitName()) {
+		t.Fatalf("before the proof: %s, failed units %v; want %s failed", st.ActiveState, failedUnits(), p.UnitName())
+	}
+	if k := b.Prove(ctx, p); !k.Proven {
+		t.Fatalf("prove: %v", k.Err())
+	}
+	if got := failedUnits(); slices.Contains(got, p.UnitName()) {
+		t.Errorf("after the proof, failed units %v still hold %s", got, p.UnitName())
+	}
+	st, err := b.Observe(ctx, p)
+	if err != nil || !st.Gone() || st.Exit == nil || st.Exit.Code != 3 {
+		t.Errorf("observed after the proof: %+v %v, want gone with exit code 3", st, err)
 	}
 }
