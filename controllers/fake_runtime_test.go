@@ -177,6 +177,9 @@ func (f *fakeRuntime) List(context.Context) ([]node.Ref, error) {
 	return out, nil
 }
 
+// Forget forgets nothing: the fake keeps no files.
+func (f *fakeRuntime) Forget(context.Context, node.Ref) error { return nil }
+
 // ListInstance is List for one Instance.
 func (f *fakeRuntime) ListInstance(ctx context.Context, inst node.InstanceRef) ([]node.Ref, error) {
 	all, err := f.List(ctx)

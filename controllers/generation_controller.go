@@ -276,6 +276,14 @@ func (r *GenerationReconciler) retire(ctx context.Context, gen *v1.Generation) (
 		r.setCondition(gen, v1.ConditionReady, metav1.ConditionFalse, "Retired", "generation retired")
 		r.event(gen, corev1.EventTypeNormal, "Retired", "Retire", "generation %d proven gone", gen.Spec.Number)
 	}
+	if !gen.DeletionTimestamp.IsZero() && controllerutil.ContainsFinalizer(gen, v1.Finalizer) {
+		// Pruned or deleted, and proven gone: the node's files of it go
+		// too. A failure leaves only files, never a process: logged, and
+		// the Instance's removal takes them at the latest.
+		if err := r.Runtime.Forget(ctx, refOf(gen)); err != nil {
+			ctrl.LoggerFrom(ctx).Info("generation's files kept", "generation", gen.Spec.Number, "error", err.Error())
+		}
+	}
 	if !gen.DeletionTimestamp.IsZero() && controllerutil.RemoveFinalizer(gen, v1.Finalizer) {
 		if err := r.Client.Update(ctx, gen); err != nil && !apierrors.IsNotFound(err) {
 			return ctrl.Result{}, err

@@ -108,6 +108,9 @@ type Runtime interface {
 	// Remove deletes the Instance's directories and parent cgroup; call
 	// only after every slot is proven gone.
 	Remove(ctx context.Context, inst InstanceRef) error
+	// Forget removes the files the node keeps of a slot proven gone
+	// (ErrHeld while it is not).
+	Forget(ctx context.Context, ref Ref) error
 	// List returns every slot the node holds, for re-adoption.
 	List(ctx context.Context) ([]Ref, error)
 	// ListInstance returns every slot of inst the node holds, looking at

@@ -2,10 +2,18 @@ package e2e
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"syscall"
 	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
+	"github.com/unitlet/unitlet/runtime/layout"
 )
 
 // TestServingAppCrashIsReplaced: the serving app is killed outright on the
@@ -37,5 +45,25 @@ func TestServingAppCrashIsReplaced(t *testing.T) {
 	}
 	if got := g1.Annotations["hosting.unitlet.dev/retired-because"]; !g1.Spec.Retired || got != v1.ReasonExited {
 		t.Errorf("generation 1 retired %v because %q, want retired because %s", g1.Spec.Retired, got, v1.ReasonExited)
+	}
+
+	// No history kept: generation 1 goes, and so do its files on the node.
+	lay := layout.Layout{StateRoot: a.stateRoot, RunRoot: a.runRoot, CgroupRoot: a.cgroupRoot}
+	li, err := lay.Instance("default", inst.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	genDir, err := li.GenDir(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	updateInstance(t, inst.Name, func(i *v1.Instance) { i.Spec.GenerationHistoryLimit = ptr.To[int32](0) })
+	eventually(t, "generation 1 pruned with its files", 30*time.Second, func() (bool, string) {
+		_, statErr := os.Stat(genDir)
+		getErr := k8s.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: inst.Name + "-g1"}, &v1.Generation{})
+		return apierrors.IsNotFound(getErr) && os.IsNotExist(statErr), fmt.Sprintf("generation: %v; gen dir: %v", getErr, statErr)
+	})
+	if body, err := unixGet(got.Status.Socket, "/"); err != nil || body != "hello from shop.example.com generation 2\n" {
+		t.Errorf("GET after the pruning = %q, %v", body, err)
 	}
 }
