@@ -57,3 +57,19 @@ func backends(t *testing.T) []testBackend {
 		},
 	}
 }
+
+// eachCase runs run for every case of tests on every backend, as subtests
+// <backend>/<case>. i numbers the cases from 1 within a backend, so each
+// can name units of its own.
+func eachCase[C any](t *testing.T, tests map[string]C, run func(t *testing.T, be testBackend, i int, name string)) {
+	t.Helper()
+	for _, be := range backends(t) {
+		t.Run(be.name, func(t *testing.T) {
+			i := 0
+			for name := range tests {
+				i++
+				t.Run(name, func(t *testing.T) { run(t, be, i, name) })
+			}
+		})
+	}
+}

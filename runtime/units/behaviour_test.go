@@ -53,65 +53,58 @@ func TestStartOutcomes(t *testing.T) {
 			want: outcome.NotStarted, wantErr: "context canceled",
 		},
 	}
-	for _, be := range backends(t) {
-		t.Run(be.name, func(t *testing.T) {
-			i := 0
-			for name, tc := range tests {
-				i++
-				t.Run(name, func(t *testing.T) {
-					ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-					defer cancel()
-					b := be.new(t, 5*time.Second)
-					if tc.trampoline != "" {
-						be.trampoline(b, tc.trampoline)
-					}
-					if tc.afterStart > 0 {
-						be.afterStart(b, func() { time.Sleep(tc.afterStart) })
-					}
-					p := makeProc(t, be.lay, fmt.Sprintf("start%d", i), 1, tc.argv...)
-					t.Cleanup(func() {
-						if k := b.Prove(context.Background(), p); !k.Proven {
-							t.Errorf("cleanup: %s not proven gone: %v", p.UnitName(), k.Err())
-						}
-					})
-					sctx := ctx
-					if tc.cancelled {
-						c, cancel := context.WithCancel(ctx)
-						cancel()
-						sctx = c
-					}
-					got := b.Start(sctx, Spec{Proc: p, Grace: time.Second})
-					if diff := cmp.Diff(tc.want.String(), got.Kind.String()); diff != "" {
-						t.Fatalf("kind (-want,+got):\n%s\ncause: %v", diff, got.Cause)
-					}
-					wantExit := tc.wantExit
-					if e, ok := tc.wantExitBy[be.name]; ok {
-						wantExit = e
-					}
-					if diff := cmp.Diff(wantExit, got.Exit); diff != "" {
-						t.Errorf("exit (-want,+got):\n%s", diff)
-					}
-					err := got.Err()
-					if tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
-						t.Errorf("error %v, want it to contain %q", err, tc.wantErr)
-					}
-					if diff := cmp.Diff(tc.want, outcome.KindOf(err)); diff != "" {
-						t.Errorf("KindOf(Err()) (-want,+got):\n%s", diff)
-					}
-					if tc.want == outcome.Running && (len(got.InvocationID) != 32 || got.MainPID == 0) {
-						t.Errorf("Running without invocation id / pid: %+v", got)
-					}
-					if tc.want == outcome.NotStarted {
-						// Proven not started: nothing of it is left running.
-						st, err := b.Observe(ctx, p)
-						if err != nil || !st.Gone() {
-							t.Errorf("after NotStarted: %+v %v, want gone", st, err)
-						}
-					}
-				})
+	eachCase(t, tests, func(t *testing.T, be testBackend, i int, name string) {
+		tc := tests[name]
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		b := be.new(t, 5*time.Second)
+		if tc.trampoline != "" {
+			be.trampoline(b, tc.trampoline)
+		}
+		if tc.afterStart > 0 {
+			be.afterStart(b, func() { time.Sleep(tc.afterStart) })
+		}
+		p := makeProc(t, be.lay, fmt.Sprintf("start%d", i), 1, tc.argv...)
+		t.Cleanup(func() {
+			if k := b.Prove(context.Background(), p); !k.Proven {
+				t.Errorf("cleanup: %s not proven gone: %v", p.UnitName(), k.Err())
 			}
 		})
-	}
+		sctx := ctx
+		if tc.cancelled {
+			c, cancel := context.WithCancel(ctx)
+			cancel()
+			sctx = c
+		}
+		got := b.Start(sctx, Spec{Proc: p, Grace: time.Second})
+		if diff := cmp.Diff(tc.want.String(), got.Kind.String()); diff != "" {
+			t.Fatalf("kind (-want,+got):\n%s\ncause: %v", diff, got.Cause)
+		}
+		wantExit := tc.wantExit
+		if e, ok := tc.wantExitBy[be.name]; ok {
+			wantExit = e
+		}
+		if diff := cmp.Diff(wantExit, got.Exit); diff != "" {
+			t.Errorf("exit (-want,+got):\n%s", diff)
+		}
+		err := got.Err()
+		if tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+			t.Errorf("error %v, want it to contain %q", err, tc.wantErr)
+		}
+		if diff := cmp.Diff(tc.want, outcome.KindOf(err)); diff != "" {
+			t.Errorf("KindOf(Err()) (-want,+got):\n%s", diff)
+		}
+		if tc.want == outcome.Running && (len(got.InvocationID) != 32 || got.MainPID == 0) {
+			t.Errorf("Running without invocation id / pid: %+v", got)
+		}
+		if tc.want == outcome.NotStarted {
+			// Proven not started: nothing of it is left running.
+			st, err := b.Observe(ctx, p)
+			if err != nil || !st.Gone() {
+				t.Errorf("after NotStarted: %+v %v, want gone", st, err)
+			}
+		}
+	})
 }
 
 func TestStopKillProve(t *testing.T) {
@@ -137,60 +130,53 @@ func TestStopKillProve(t *testing.T) {
 			act: func(ctx context.Context, b Backend, p layout.Proc) error { return b.Kill(ctx, p) },
 		},
 	}
-	for _, be := range backends(t) {
-		t.Run(be.name, func(t *testing.T) {
-			i := 0
-			for name, tc := range tests {
-				i++
-				t.Run(name, func(t *testing.T) {
-					ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-					defer cancel()
-					b := be.new(t, 10*time.Second)
-					iname := fmt.Sprintf("stop%d", i)
-					inst, err := be.lay.Instance("ns1", iname)
-					if err != nil {
-						t.Fatal(err)
-					}
-					ready := filepath.Join(inst.RunDir(), "ready")
-					argv := append([]string(nil), tc.argv...)
-					argv[len(argv)-1] = strings.ReplaceAll(argv[len(argv)-1], "READY", ready)
-					p := makeProc(t, be.lay, iname, 1, argv...)
-					got := b.Start(ctx, Spec{Proc: p, Grace: tc.grace})
-					if got.Kind != outcome.Running {
-						t.Fatalf("start: %v (%v)", got.Kind, got.Cause)
-					}
-					t.Cleanup(func() { b.Prove(context.Background(), p) })
-					if strings.Contains(tc.argv[len(tc.argv)-1], "READY") {
-						waitFile(t, ready)
-					}
-					st, err := b.Observe(ctx, p)
-					if err != nil {
-						t.Fatal(err)
-					}
-					if st.ActiveState != "active" || st.InvocationID != got.InvocationID || st.MainPID != got.MainPID || st.Proc == nil || st.Proc.UnitName() != p.UnitName() {
-						t.Fatalf("Observe = %+v, want the running unit of %+v", st, got)
-					}
-					t0 := time.Now()
-					if err := tc.act(ctx, b, p); err != nil {
-						t.Fatal(err)
-					}
-					if took := time.Since(t0); took < tc.minTook {
-						t.Errorf("returned after %v, before %v", took, tc.minTook)
-					}
-					if k := b.Prove(ctx, p); !k.Proven {
-						t.Fatalf("Prove: %v", k.Err())
-					}
-					after, err := b.Observe(ctx, p)
-					if err != nil || !after.Gone() {
-						t.Errorf("after the proof: %+v %v, want gone", after, err)
-					}
-					if n, err := populated(be.cgroupDirs(st.Cgroup)); err != nil || n != 0 {
-						t.Errorf("after a proven kill the cgroup holds %d process(es) (%v)", n, err)
-					}
-				})
-			}
-		})
-	}
+	eachCase(t, tests, func(t *testing.T, be testBackend, i int, name string) {
+		tc := tests[name]
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		b := be.new(t, 10*time.Second)
+		iname := fmt.Sprintf("stop%d", i)
+		inst, err := be.lay.Instance("ns1", iname)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ready := filepath.Join(inst.RunDir(), "ready")
+		argv := append([]string(nil), tc.argv...)
+		argv[len(argv)-1] = strings.ReplaceAll(argv[len(argv)-1], "READY", ready)
+		p := makeProc(t, be.lay, iname, 1, argv...)
+		got := b.Start(ctx, Spec{Proc: p, Grace: tc.grace})
+		if got.Kind != outcome.Running {
+			t.Fatalf("start: %v (%v)", got.Kind, got.Cause)
+		}
+		t.Cleanup(func() { b.Prove(context.Background(), p) })
+		if strings.Contains(tc.argv[len(tc.argv)-1], "READY") {
+			waitFile(t, ready)
+		}
+		st, err := b.Observe(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.ActiveState != "active" || st.InvocationID != got.InvocationID || st.MainPID != got.MainPID || st.Proc == nil || st.Proc.UnitName() != p.UnitName() {
+			t.Fatalf("Observe = %+v, want the running unit of %+v", st, got)
+		}
+		t0 := time.Now()
+		if err := tc.act(ctx, b, p); err != nil {
+			t.Fatal(err)
+		}
+		if took := time.Since(t0); took < tc.minTook {
+			t.Errorf("returned after %v, before %v", took, tc.minTook)
+		}
+		if k := b.Prove(ctx, p); !k.Proven {
+			t.Fatalf("Prove: %v", k.Err())
+		}
+		after, err := b.Observe(ctx, p)
+		if err != nil || !after.Gone() {
+			t.Errorf("after the proof: %+v %v, want gone", after, err)
+		}
+		if n, err := populated(be.cgroupDirs(st.Cgroup)); err != nil || n != 0 {
+			t.Errorf("after a proven kill the cgroup holds %d process(es) (%v)", n, err)
+		}
+	})
 }
 
 func TestExitRecords(t *testing.T) {
@@ -203,45 +189,38 @@ func TestExitRecords(t *testing.T) {
 		"a clean exit":      {script: "exit 0", want: Exit{Result: "success"}},
 		"a SIGKILL of main": {script: "kill -KILL $$", want: Exit{Result: "signal", Signal: 9}},
 	}
-	for _, be := range backends(t) {
-		t.Run(be.name, func(t *testing.T) {
-			i := 0
-			for name, tc := range tests {
-				i++
-				t.Run(name, func(t *testing.T) {
-					ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-					defer cancel()
-					b := be.new(t, 10*time.Second)
-					p := makeProc(t, be.lay, fmt.Sprintf("exit%d", i), 1, "/bin/sh", "-c", "sleep 0.2; "+tc.script)
-					got := b.Start(ctx, Spec{Proc: p})
-					if got.Kind != outcome.Running {
-						t.Fatalf("start: %v (%v)", got.Kind, got.Cause)
-					}
-					t.Cleanup(func() { b.Prove(context.Background(), p) })
-					st := waitGone(ctx, t, b, p)
-					if st.Exit == nil {
-						t.Fatalf("gone without an exit: %+v", st)
-					}
-					gotExit := *st.Exit
-					gotExit.At = time.Time{}
-					if diff := cmp.Diff(tc.want, gotExit); diff != "" {
-						t.Errorf("observed exit (-want,+got):\n%s", diff)
-					}
-					var rec record.Exit
-					if err := record.Read(p.Instance().ExitDir(), record.Name(p, record.ExitSuffix), &rec); err != nil {
-						t.Fatal(err)
-					}
-					gotRec := Exit{Result: rec.Result, Code: rec.Code, Signal: rec.Signal}
-					if diff := cmp.Diff(tc.want, gotRec); diff != "" {
-						t.Errorf("exit record (-want,+got):\n%s", diff)
-					}
-					if rec.By != be.writer || rec.InvocationID != got.InvocationID || rec.At.IsZero() {
-						t.Errorf("exit record by %q, invocation %q at %v; want by %q, invocation %q", rec.By, rec.InvocationID, rec.At, be.writer, got.InvocationID)
-					}
-				})
-			}
-		})
-	}
+	eachCase(t, tests, func(t *testing.T, be testBackend, i int, name string) {
+		tc := tests[name]
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		b := be.new(t, 10*time.Second)
+		p := makeProc(t, be.lay, fmt.Sprintf("exit%d", i), 1, "/bin/sh", "-c", "sleep 0.2; "+tc.script)
+		got := b.Start(ctx, Spec{Proc: p})
+		if got.Kind != outcome.Running {
+			t.Fatalf("start: %v (%v)", got.Kind, got.Cause)
+		}
+		t.Cleanup(func() { b.Prove(context.Background(), p) })
+		st := waitGone(ctx, t, b, p)
+		if st.Exit == nil {
+			t.Fatalf("gone without an exit: %+v", st)
+		}
+		gotExit := *st.Exit
+		gotExit.At = time.Time{}
+		if diff := cmp.Diff(tc.want, gotExit); diff != "" {
+			t.Errorf("observed exit (-want,+got):\n%s", diff)
+		}
+		var rec record.Exit
+		if err := record.Read(p.Instance().ExitDir(), record.Name(p, record.ExitSuffix), &rec); err != nil {
+			t.Fatal(err)
+		}
+		gotRec := Exit{Result: rec.Result, Code: rec.Code, Signal: rec.Signal}
+		if diff := cmp.Diff(tc.want, gotRec); diff != "" {
+			t.Errorf("exit record (-want,+got):\n%s", diff)
+		}
+		if rec.By != be.writer || rec.InvocationID != got.InvocationID || rec.At.IsZero() {
+			t.Errorf("exit record by %q, invocation %q at %v; want by %q, invocation %q", rec.By, rec.InvocationID, rec.At, be.writer, got.InvocationID)
+		}
+	})
 }
 
 // waitGone polls until the unit is gone.
@@ -272,59 +251,52 @@ func TestProofCutShort(t *testing.T) {
 			budget: time.Hour, shutdown: true, want: outcome.Cancelled,
 		},
 	}
-	for _, be := range backends(t) {
-		t.Run(be.name, func(t *testing.T) {
-			i := 0
-			for name, tc := range tests {
-				i++
-				t.Run(name, func(t *testing.T) {
-					ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-					defer cancel()
-					b := be.new(t, tc.budget)
-					name := fmt.Sprintf("cut%d", i)
-					inst, err := be.lay.Instance("ns1", name)
-					if err != nil {
-						t.Fatal(err)
-					}
-					ready := filepath.Join(inst.RunDir(), "ready")
-					p := makeProc(t, be.lay, name, 1, "/bin/sh", "-c", `trap "" TERM; /bin/sleep 1000 & echo > `+ready+`; wait`)
-					if got := b.Start(ctx, Spec{Proc: p, Grace: time.Hour}); got.Kind != outcome.Running {
-						t.Fatalf("start: %v (%v)", got.Kind, got.Cause)
-					}
-					waitFile(t, ready)
-					t.Cleanup(func() {
-						cleaner := be.new(t, 10*time.Second)
-						_ = cleaner.Kill(context.Background(), p)
-						if k := cleaner.Prove(context.Background(), p); !k.Proven {
-							t.Errorf("cleanup: %v", k.Err())
-						}
-					})
-					done := make(chan outcome.Kill, 1)
-					go func() { done <- b.Prove(ctx, p) }()
-					if tc.shutdown {
-						waitProofRunning(t, be.proofs(b))
-						sd, cancel := context.WithCancel(context.Background())
-						cancel()
-						b.Shutdown(sd)
-					}
-					select {
-					case k := <-done:
-						if k.Proven {
-							t.Fatalf("a proof of a live app came back Proven")
-						}
-						if diff := cmp.Diff(tc.want, k.Reason); diff != "" {
-							t.Errorf("reason (-want,+got):\n%s\nerr: %v", diff, k.Err())
-						}
-						if !errors.Is(k.Err(), outcome.ErrKillUnproven) {
-							t.Errorf("Err() is not ErrKillUnproven")
-						}
-					case <-time.After(20 * time.Second):
-						t.Fatal("the proof was not cut short")
-					}
-				})
+	eachCase(t, tests, func(t *testing.T, be testBackend, i int, name string) {
+		tc := tests[name]
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		b := be.new(t, tc.budget)
+		unit := fmt.Sprintf("cut%d", i)
+		inst, err := be.lay.Instance("ns1", unit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ready := filepath.Join(inst.RunDir(), "ready")
+		p := makeProc(t, be.lay, unit, 1, "/bin/sh", "-c", `trap "" TERM; /bin/sleep 1000 & echo > `+ready+`; wait`)
+		if got := b.Start(ctx, Spec{Proc: p, Grace: time.Hour}); got.Kind != outcome.Running {
+			t.Fatalf("start: %v (%v)", got.Kind, got.Cause)
+		}
+		waitFile(t, ready)
+		t.Cleanup(func() {
+			cleaner := be.new(t, 10*time.Second)
+			_ = cleaner.Kill(context.Background(), p)
+			if k := cleaner.Prove(context.Background(), p); !k.Proven {
+				t.Errorf("cleanup: %v", k.Err())
 			}
 		})
-	}
+		done := make(chan outcome.Kill, 1)
+		go func() { done <- b.Prove(ctx, p) }()
+		if tc.shutdown {
+			waitProofRunning(t, be.proofs(b))
+			sd, cancel := context.WithCancel(context.Background())
+			cancel()
+			b.Shutdown(sd)
+		}
+		select {
+		case k := <-done:
+			if k.Proven {
+				t.Fatalf("a proof of a live app came back Proven")
+			}
+			if diff := cmp.Diff(tc.want, k.Reason); diff != "" {
+				t.Errorf("reason (-want,+got):\n%s\nerr: %v", diff, k.Err())
+			}
+			if !errors.Is(k.Err(), outcome.ErrKillUnproven) {
+				t.Errorf("Err() is not ErrKillUnproven")
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("the proof was not cut short")
+		}
+	})
 }
 
 // waitFile waits until the app has written p: its SIGTERM trap is set.

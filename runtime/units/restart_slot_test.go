@@ -21,41 +21,34 @@ func TestSlotStartsAgainAfterItsRunEnded(t *testing.T) {
 		"after a clean exit": {script: "exit 0"},
 		"after a signal":     {script: "kill -KILL $$"},
 	}
-	for _, be := range backends(t) {
-		t.Run(be.name, func(t *testing.T) {
-			i := 0
-			for name, tc := range tests {
-				i++
-				t.Run(name, func(t *testing.T) {
-					ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-					defer cancel()
-					b := be.new(t, 10*time.Second)
-					sidecar := func(argv ...string) layout.Proc {
-						return makeSlot(t, be.lay, "again", func(inst layout.Instance) (layout.Proc, error) {
-							return inst.Sidecar(string(rune('a' + i)))
-						}, argv...)
-					}
-					p := sidecar("/bin/sh", "-c", "sleep 0.1; "+tc.script)
-					if got := b.Start(ctx, Spec{Proc: p}); got.Kind != outcome.Running {
-						t.Fatalf("first start: %v (%v)", got.Kind, got.Cause)
-					}
-					waitGone(ctx, t, b, p)
-					if k := b.Prove(ctx, p); !k.Proven {
-						t.Fatalf("prove the first run gone: %v", k.Err())
-					}
+	eachCase(t, tests, func(t *testing.T, be testBackend, i int, name string) {
+		tc := tests[name]
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		b := be.new(t, 10*time.Second)
+		sidecar := func(argv ...string) layout.Proc {
+			return makeSlot(t, be.lay, "again", func(inst layout.Instance) (layout.Proc, error) {
+				return inst.Sidecar(string(rune('a' + i)))
+			}, argv...)
+		}
+		p := sidecar("/bin/sh", "-c", "sleep 0.1; "+tc.script)
+		if got := b.Start(ctx, Spec{Proc: p}); got.Kind != outcome.Running {
+			t.Fatalf("first start: %v (%v)", got.Kind, got.Cause)
+		}
+		waitGone(ctx, t, b, p)
+		if k := b.Prove(ctx, p); !k.Proven {
+			t.Fatalf("prove the first run gone: %v", k.Err())
+		}
 
-					p = sidecar("/bin/sleep", "1000")
-					got := b.Start(ctx, Spec{Proc: p})
-					if got.Kind != outcome.Running {
-						t.Fatalf("second start: %v (%v)", got.Kind, got.Cause)
-					}
-					t.Cleanup(func() { b.Prove(context.Background(), p) })
-					st, err := b.Observe(ctx, p)
-					if err != nil || st.ActiveState != "active" || st.InvocationID != got.InvocationID {
-						t.Errorf("second run: %+v %v, want active with invocation %s", st, err, got.InvocationID)
-					}
-				})
-			}
-		})
-	}
+		p = sidecar("/bin/sleep", "1000")
+		got := b.Start(ctx, Spec{Proc: p})
+		if got.Kind != outcome.Running {
+			t.Fatalf("second start: %v (%v)", got.Kind, got.Cause)
+		}
+		t.Cleanup(func() { b.Prove(context.Background(), p) })
+		st, err := b.Observe(ctx, p)
+		if err != nil || st.ActiveState != "active" || st.InvocationID != got.InvocationID {
+			t.Errorf("second run: %+v %v, want active with invocation %s", st, err, got.InvocationID)
+		}
+	})
 }
