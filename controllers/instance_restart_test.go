@@ -1,7 +1,9 @@
 package controllers
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -62,4 +64,30 @@ func waitServing(t *testing.T, name string, n int64) *v1.Instance {
 			fmt.Sprintf("active %d, %s", inst.Status.ActiveGeneration, conditionsOf(inst.Status.Conditions))
 	})
 	return inst
+}
+
+// TestActiveEndsDuringSwap: the serving generation ends while its
+// successor is still starting, and the successor then fails too. Nothing
+// serves to fall back to, so it is one more crash and a next generation
+// with the new template follows; not an aborted swap.
+func TestActiveEndsDuringSwap(t *testing.T) {
+	create(t, instance("orphaned"))
+	waitServing(t, "orphaned", 1)
+	fake.set(func(f *fakeRuntime) { f.probe[ref("orphaned", 2)] = errors.New("injected: not ready yet") })
+	updateInstance(t, "orphaned", func(i *v1.Instance) { i.Spec.Template.Args = []string{"--v2"} })
+	eventually(t, "generation 2 starting", func() (bool, string) {
+		return fake.Count("start orphaned/g2") == 1, strings.Join(fake.Calls("orphaned"), ", ")
+	})
+	fake.exit(ref("orphaned", 1), 1)
+	fake.exit(ref("orphaned", 2), 1)
+	inst := waitServing(t, "orphaned", 3)
+	if got := condition(inst.Status.Conditions, v1.ConditionStalled); got != "absent" {
+		t.Errorf("Stalled = %s, want absent", got)
+	}
+	if g2 := getGeneration(t, "orphaned", 2); retiredBecause(g2) != RetiredExited {
+		t.Errorf("g2 retired because %q, want %s", retiredBecause(g2), RetiredExited)
+	}
+	if g3 := getGeneration(t, "orphaned", 3); g3.Annotations[AnnotationTemplateHash] != getGeneration(t, "orphaned", 2).Annotations[AnnotationTemplateHash] {
+		t.Error("g3 does not carry g2's (the new) template")
+	}
 }

@@ -155,9 +155,9 @@ func (s *swap) advance(ctx context.Context) (ctrl.Result, error) {
 		}
 		return res, err
 	}
-	if failed(latest) && active != nil && retiredBecause(active) == RetiredExited {
-		// Nothing serves to fall back to: one more crash, not an aborted
-		// swap.
+	if failed(latest) && active != nil && (retiredBecause(active) == RetiredExited || exited(active)) {
+		// Nothing serves to fall back to (the active one ended too): one
+		// more crash, not an aborted swap.
 		return s.replaceExited(ctx, latest)
 	}
 	if failed(latest) {
