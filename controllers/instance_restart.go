@@ -18,6 +18,18 @@ func exited(g *v1.Generation) bool {
 		meta.IsStatusConditionTrue(g.Status.Conditions, v1.ConditionStarted)
 }
 
+// nothingRuns: with latest retired, the Instance is left with nothing
+// that serves, not by a choice to keep the old one: suspended, or the
+// serving generation (latest itself, or the active one behind an aborted
+// swap) ended on its own. A generation with the template follows.
+func nothingRuns(latest, active *v1.Generation) bool {
+	switch retiredBecause(latest) {
+	case RetiredSuspended, RetiredExited:
+		return true
+	}
+	return active != nil && retiredBecause(active) == RetiredExited
+}
+
 func retiredBecause(g *v1.Generation) string {
 	if !g.Spec.Retired {
 		return ""

@@ -66,28 +66,58 @@ func waitServing(t *testing.T, name string, n int64) *v1.Instance {
 	return inst
 }
 
-// TestActiveEndsDuringSwap: the serving generation ends while its
-// successor is still starting, and the successor then fails too. Nothing
-// serves to fall back to, so it is one more crash and a next generation
-// with the new template follows; not an aborted swap.
+// TestActiveEndsDuringSwap: the serving generation ends while a swap is
+// under way and its successor fails too, in either order. Nothing serves
+// to fall back to, so a next generation with the new template follows:
+// the Instance serves again and is not left Stalled.
 func TestActiveEndsDuringSwap(t *testing.T) {
-	create(t, instance("orphaned"))
-	waitServing(t, "orphaned", 1)
-	fake.set(func(f *fakeRuntime) { f.probe[ref("orphaned", 2)] = errors.New("injected: not ready yet") })
-	updateInstance(t, "orphaned", func(i *v1.Instance) { i.Spec.Template.Args = []string{"--v2"} })
-	eventually(t, "generation 2 starting", func() (bool, string) {
-		return fake.Count("start orphaned/g2") == 1, strings.Join(fake.Calls("orphaned"), ", ")
-	})
-	fake.exit(ref("orphaned", 1), 1)
-	fake.exit(ref("orphaned", 2), 1)
-	inst := waitServing(t, "orphaned", 3)
-	if got := condition(inst.Status.Conditions, v1.ConditionStalled); got != "absent" {
-		t.Errorf("Stalled = %s, want absent", got)
+	tests := map[string]struct {
+		// successorFailsFirst: g2 crashes at start (an aborted swap)
+		// before g1 ends; otherwise g1 ends first, then g2 while it is
+		// still not ready.
+		successorFailsFirst bool
+	}{
+		"the active ends first":     {},
+		"the successor fails first": {successorFailsFirst: true},
 	}
-	if g2 := getGeneration(t, "orphaned", 2); retiredBecause(g2) != RetiredExited {
-		t.Errorf("g2 retired because %q, want %s", retiredBecause(g2), RetiredExited)
-	}
-	if g3 := getGeneration(t, "orphaned", 3); g3.Annotations[AnnotationTemplateHash] != getGeneration(t, "orphaned", 2).Annotations[AnnotationTemplateHash] {
-		t.Error("g3 does not carry g2's (the new) template")
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			inst := "orphaned"
+			if tc.successorFailsFirst {
+				inst = "abandoned"
+			}
+			create(t, instance(inst))
+			waitServing(t, inst, 1)
+			if tc.successorFailsFirst {
+				fake.set(func(f *fakeRuntime) { f.start[ref(inst, 2)] = outcome.ExitedBeforeObserved })
+			} else {
+				fake.set(func(f *fakeRuntime) { f.probe[ref(inst, 2)] = errors.New("injected: not ready yet") })
+			}
+			updateInstance(t, inst, func(i *v1.Instance) { i.Spec.Template.Args = []string{"--v2"} })
+			if tc.successorFailsFirst {
+				waitInstance(t, inst, v1.ConditionStalled, "True/SwapAborted")
+				fake.exit(ref(inst, 1), 1)
+			} else {
+				eventually(t, "generation 2 starting", func() (bool, string) {
+					return fake.Count("start "+inst+"/g2") == 1, strings.Join(fake.Calls(inst), ", ")
+				})
+				fake.exit(ref(inst, 1), 1)
+				eventually(t, "generation 1's end seen", func() (bool, string) {
+					g := getGeneration(t, inst, 1)
+					return exited(g), string(g.Status.Phase)
+				})
+				fake.exit(ref(inst, 2), 1)
+			}
+			got := waitServing(t, inst, 3)
+			if c := condition(got.Status.Conditions, v1.ConditionStalled); c != "absent" {
+				t.Errorf("Stalled = %s, want absent", c)
+			}
+			if g3, g2 := getGeneration(t, inst, 3), getGeneration(t, inst, 2); g3.Annotations[AnnotationTemplateHash] != g2.Annotations[AnnotationTemplateHash] {
+				t.Error("g3 does not carry g2's (the new) template")
+			}
+			if g1 := getGeneration(t, inst, 1); !g1.Spec.Retired {
+				t.Error("g1 not retired")
+			}
+		})
 	}
 }

@@ -75,15 +75,14 @@ func (s *swap) retireAll(ctx context.Context, because string) (bool, error) {
 func (s *swap) ensureLatest(ctx context.Context) error {
 	hash := templateHash(&s.inst.Spec.Template)
 	latest := s.latest()
-	if latest != nil && latest.Annotations[AnnotationTemplateHash] == hash &&
-		!(latest.Spec.Retired && (retiredBecause(latest) == RetiredSuspended || retiredBecause(latest) == RetiredExited)) {
+	active := s.number(s.inst.Status.ActiveGeneration)
+	if latest != nil && latest.Annotations[AnnotationTemplateHash] == hash && !(latest.Spec.Retired && nothingRuns(latest, active)) {
 		return nil
 	}
 	var next int64 = 1
 	if latest != nil {
 		next = latest.Spec.Number + 1
 	}
-	active := s.number(s.inst.Status.ActiveGeneration)
 	switch {
 	case s.inst.Spec.Strategy == v1.StrategyReplace:
 		gone, err := s.retireAll(ctx, RetiredSuperseded)
@@ -125,6 +124,11 @@ func (s *swap) advance(ctx context.Context) (ctrl.Result, error) {
 	}
 	var sidecarWait time.Duration
 	if latest.Spec.Retired {
+		if active != nil && exited(active) && !active.Spec.Retired {
+			// Its successor was already given up (an aborted swap) when
+			// the serving one ended: replace that one too.
+			return s.replaceExited(ctx, active)
+		}
 		if active != nil {
 			var err error
 			if sidecarWait, err = s.ensureSidecars(ctx); err != nil {
