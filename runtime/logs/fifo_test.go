@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sys/unix"
@@ -120,15 +119,5 @@ func TestCloseEndsFIFORead(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer file.Close()
-	l := fifoListener(t, dir, file)
-	done := make(chan error, 1)
-	go func() { done <- l.Close() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Close hangs on the FIFO read")
-	}
+	closeWithin(t, fifoListener(t, dir, file), "the FIFO read")
 }

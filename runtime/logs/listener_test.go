@@ -132,13 +132,9 @@ func TestOverlongLineCutAndMarked(t *testing.T) {
 	}
 }
 
-func TestCloseStopsAndRemovesSocket(t *testing.T) {
-	l, _, _ := startListener(t, 0)
-	c, err := net.Dial("unix", l.Path())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+// closeWithin closes l and fails when Close hangs on what it waits for.
+func closeWithin(t *testing.T, l *Listener, on string) {
+	t.Helper()
 	done := make(chan error, 1)
 	go func() { done <- l.Close() }()
 	select {
@@ -147,8 +143,18 @@ func TestCloseStopsAndRemovesSocket(t *testing.T) {
 			t.Fatal(err)
 		}
 	case <-time.After(5 * time.Second):
-		t.Fatal("Close hangs on an open connection")
+		t.Fatalf("Close hangs on %s", on)
 	}
+}
+
+func TestCloseStopsAndRemovesSocket(t *testing.T) {
+	l, _, _ := startListener(t, 0)
+	c, err := net.Dial("unix", l.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	closeWithin(t, l, "an open connection")
 	if _, err := os.Stat(l.Path()); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("socket file left behind: %v", err)
 	}
