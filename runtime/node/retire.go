@@ -2,8 +2,6 @@ package node
 
 import (
 	"context"
-	"errors"
-	"os"
 	"time"
 
 	"github.com/unitlet/unitlet/runtime/outcome"
@@ -70,7 +68,7 @@ func (n *Node) release(ref Ref) {
 	// The slot is gone: its log FIFO (left by close for an agent restart)
 	// has no writer left to keep it for.
 	if p, err := n.procOf(ref); err == nil && p.LogFIFO() != "" {
-		if err := os.Remove(p.LogFIFO()); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := removeFile(p.LogFIFO()); err != nil {
 			n.cfg.Log.Info("remove log fifo", "path", p.LogFIFO(), "err", err)
 		}
 	}
