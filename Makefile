@@ -59,7 +59,7 @@ deps: ## Install the Debian packages tests need (systemd, dbus, openssl, nginx, 
 ##@ Test
 
 .PHONY: test
-test: deps control-plane build ## Everything: unit, envtest, fuzz smoke and kubectl checks.
+test: deps control-plane build node-vm-image ## Everything: unit, envtest, fuzz smoke, kubectl checks, the node VM.
 	go test -count=1 -timeout 20m $$(go list ./... | grep -v '/test/')
 	@# The end-to-end suites drive real agents, systemd and load: one at a
 	@# time, so a zero-failure swap is measured on a machine that is not
@@ -68,9 +68,27 @@ test: deps control-plane build ## Everything: unit, envtest, fuzz smoke and kube
 	$(MAKE) --no-print-directory fuzz
 	hack/check-printer-columns.sh
 
+.PHONY: test-node
+test-node: deps control-plane build node-vm-image ## Only test/node: the agent with the DaemonSet's flags in the Debian node VM.
+	go test -count=1 -timeout 30m -v -run TestNode ./test/node/
+
 .PHONY: fuzz
 fuzz: ## Short runs of every fuzz target (seeds are in testdata/fuzz).
 	@hack/fuzz.sh $(FUZZTIME)
+
+##@ Node VM (Debian 12, systemd PID 1, cgroup v2)
+
+.PHONY: node-vm-image
+node-vm-image: deps ## Build (or reuse) the node VM's disk image in bin/.node-vm (cold: ~3-5 min).
+	hack/node-vm.sh image
+
+.PHONY: node-vm
+node-vm: node-vm-image ## Boot a node VM in the background and print the ssh command that reaches it.
+	hack/node-vm.sh up
+
+.PHONY: node-vm-down
+node-vm-down: ## Power off the VM that `make node-vm` booted.
+	hack/node-vm.sh down
 
 ##@ Run
 

@@ -4,15 +4,13 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/user"
-	"path/filepath"
-	"strconv"
 	"time"
 
 	sddbus "github.com/coreos/go-systemd/v22/dbus"
 	"github.com/go-logr/logr"
 
 	"github.com/unitlet/unitlet/runtime/cgroups"
+	"github.com/unitlet/unitlet/runtime/join"
 	"github.com/unitlet/unitlet/runtime/layout"
 	"github.com/unitlet/unitlet/runtime/node"
 	"github.com/unitlet/unitlet/runtime/units"
@@ -62,37 +60,23 @@ func newRuntime(opts Options, log logr.Logger) (*node.Node, string, error) {
 }
 
 // socketGID is the socket group's id, or -1 (root keeps the run dirs)
-// when the group does not exist; the guard reports that case.
+// when it cannot be resolved; the guard reports that case.
 func socketGID(group string, log logr.Logger) int {
-	if group == "" {
-		return -1
+	gid, err := join.LookupGroup(group)
+	if err != nil {
+		log.Info("socket group not resolved: run dirs stay root's; a proxy must run as root to connect", "group", group, "err", err.Error())
 	}
-	g, err := user.LookupGroup(group)
-	if err == nil {
-		if gid, err := strconv.Atoi(g.Gid); err == nil {
-			return gid
-		}
-	}
-	log.Info("socket group not found: run dirs stay root's; a proxy must run as root to connect", "group", group)
-	return -1
+	return gid
 }
 
 // hostCgroupDirs maps a cgroup as systemd names it to its directory in
 // every hierarchy mounted on this host, all of which must be empty for a
-// kill to be proven.
+// kill to be proven. When the mounts cannot be read it maps to nothing,
+// and the backend then proves nothing.
 func hostCgroupDirs(cgroup string) []string {
-	entries, err := os.ReadDir(cgroups.DefaultMountRoot)
+	dirs, err := cgroups.HierarchyDirs(cgroups.DefaultMountRoot, cgroup)
 	if err != nil {
 		return nil
-	}
-	var dirs []string
-	for _, e := range entries {
-		if e.IsDir() {
-			dirs = append(dirs, filepath.Join(cgroups.DefaultMountRoot, e.Name(), cgroup))
-		}
-	}
-	if len(dirs) == 0 { // pure v2: the mount root is the hierarchy
-		dirs = append(dirs, filepath.Join(cgroups.DefaultMountRoot, cgroup))
 	}
 	return dirs
 }

@@ -2,6 +2,7 @@ package cgroups
 
 import (
 	"errors"
+	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -70,5 +71,35 @@ func TestSubsystemOption(t *testing.T) {
 				t.Fatalf("subsystemOption(%q) = %v, want %v", tc.opt, got, tc.want)
 			}
 		})
+	}
+}
+
+func TestHierarchyDirs(t *testing.T) {
+	const cg = "/unitlet-x.slice/unitlet-x-g1.service"
+	mode, h, err := detect("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := HierarchyDirs("", cg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mounts := map[string]bool{}
+	for _, m := range h {
+		mounts[m] = true
+	}
+	if len(got) != len(mounts) {
+		t.Fatalf("%s host: %d dirs %v for %d mount points", mode, len(got), got, len(mounts))
+	}
+	for _, d := range got {
+		if !mounts[filepath.Dir(filepath.Dir(d))] || filepath.Base(d) != filepath.Base(cg) {
+			t.Errorf("%s is not %s below a mount point", d, cg)
+		}
+	}
+	if mode == ModeV2 && got[0] != DefaultMountRoot+cg {
+		t.Errorf("v2: %v, want [%s]", got, DefaultMountRoot+cg)
+	}
+	if _, err := HierarchyDirs(t.TempDir(), cg); !errors.Is(err, ErrNoDelegation) {
+		t.Errorf("no cgroups below a dir: %v, want ErrNoDelegation", err)
 	}
 }

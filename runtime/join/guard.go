@@ -2,10 +2,8 @@ package join
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
-	"os/user"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -145,14 +143,11 @@ func (g Guard) checkRoot(name, dir string) Check {
 }
 
 func (g Guard) checkSocketGroup() Check {
-	if g.SocketGroup == "" {
-		return fail(CheckSocketGroup, errors.New("no socket group configured"))
-	}
-	grp, err := user.LookupGroup(g.SocketGroup)
+	gid, err := LookupGroup(g.SocketGroup)
 	if err != nil {
 		return fail(CheckSocketGroup, err)
 	}
-	return pass(CheckSocketGroup, "group %s is gid %s", grp.Name, grp.Gid)
+	return pass(CheckSocketGroup, "group %s is gid %d", g.SocketGroup, gid)
 }
 
 // checkOpenat2 opens / the way every tenant path is opened: a kernel

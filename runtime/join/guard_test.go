@@ -134,7 +134,12 @@ func TestGuardFailures(t *testing.T) {
 		"socket group unknown": {
 			breakIt:   func(t *testing.T, g *Guard) { g.SocketGroup = "unitlet-no-such-group" },
 			check:     CheckSocketGroup,
-			wantInMsg: "unitlet-no-such-group",
+			wantInMsg: "groupadd --system unitlet-no-such-group",
+		},
+		"socket group gid negative": {
+			breakIt:   func(t *testing.T, g *Guard) { g.SocketGroup = "-3" },
+			check:     CheckSocketGroup,
+			wantInMsg: "negative",
 		},
 		"socket group not configured": {
 			breakIt:   func(t *testing.T, g *Guard) { g.SocketGroup = "" },

@@ -12,7 +12,8 @@ import (
 
 // Prepare creates what the guard checks and the agent may make itself:
 // the state and run roots (RootMode, without following a symlink) and the
-// delegated cgroup root in each hierarchy. It changes nothing that exists:
+// delegated cgroup root in each hierarchy, and the socket group when it
+// is a name the node does not know yet. It changes nothing that exists:
 // a root with the wrong owner or mode is the administrator's to fix, and
 // the check keeps saying so.
 func (g Guard) Prepare() error {
@@ -21,6 +22,9 @@ func (g Guard) Prepare() error {
 		if err := createRoot(dir); err != nil {
 			errs = append(errs, fmt.Errorf("create %s: %w", dir, err))
 		}
+	}
+	if err := ensureGroup(g.SocketGroup); err != nil {
+		errs = append(errs, err)
 	}
 	_, dirs, err := g.cgroupDirs()
 	if err != nil {

@@ -260,6 +260,9 @@ func (b *Systemd) RemoveParent(ctx context.Context, inst layout.Instance) error 
 		return nil
 	}
 	if st.cgroup != "" {
+		if err := visible(b.cfg.CgroupDirs(st.cgroup)); err != nil {
+			return fmt.Errorf("units: cannot see the cgroup of %s: %w", slice, err)
+		}
 		n, err := populated(b.cfg.CgroupDirs(st.cgroup))
 		if err != nil {
 			return fmt.Errorf("units: read cgroup of %s: %w", slice, err)

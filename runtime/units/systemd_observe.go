@@ -253,6 +253,12 @@ func (b *Systemd) prove(ctx context.Context, c *sddbus.Conn, p layout.Proc) outc
 	if slice.cgroup == "" {
 		return outcome.Unproven(outcome.NoDelegation, fmt.Errorf("units: the slice of %s has no cgroup to read", unit))
 	}
+	// The slice is active, so its cgroup exists: where none of the dirs
+	// it maps to is there, the agent is looking in the wrong place (a
+	// hierarchy it cannot see), and "no unit dir" would prove nothing.
+	if err := visible(b.cfg.CgroupDirs(slice.cgroup)); err != nil {
+		return outcome.Unproven(outcome.NoDelegation, fmt.Errorf("units: cannot see the cgroup of %s: %w", unit, err))
+	}
 	dirs := b.cfg.CgroupDirs(slice.cgroup + "/" + unit)
 	for {
 		n, err := populated(dirs)
@@ -323,4 +329,14 @@ func populated(dirs []string) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// visible requires at least one of dirs to exist.
+func visible(dirs []string) error {
+	for _, d := range dirs {
+		if _, err := os.Stat(d); err == nil {
+			return nil
+		}
+	}
+	return fmt.Errorf("none of %v exists", dirs)
 }

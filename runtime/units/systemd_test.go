@@ -267,3 +267,37 @@ func TestSystemdProofResetsFailedUnit(t *testing.T) {
 		t.Errorf("observed after the proof: %+v %v, want gone with exit code 3", st, err)
 	}
 }
+
+// An agent that maps the unit's cgroup to directories that are not there
+// (the wrong hierarchy layout) cannot see it empty: the proof and the
+// slice's removal are refused, not granted on "no such directory".
+func TestSystemdProofRefusesAnUnseenCgroup(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	env := newSDEnv(t)
+	good := env.backend(t, 5*time.Second)
+	cfg := env.config(time.Second, t)
+	nowhere := t.TempDir()
+	cfg.CgroupDirs = func(cg string) []string { return []string{filepath.Join(nowhere, cg)} }
+	blind, err := NewSystemd(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(blind.Close)
+	p := env.proc(t, "blind", 1, "/bin/sleep", "1000")
+	if got := good.Start(ctx, Spec{Proc: p}); got.Kind != outcome.Running {
+		t.Fatalf("start: %v (%v)", got.Kind, got.Cause)
+	}
+	t.Cleanup(func() { good.Prove(context.Background(), p) })
+
+	k := blind.Prove(ctx, p)
+	if k.Proven || k.Reason != outcome.NoDelegation {
+		t.Fatalf("prove through a wrong mapping = %+v, want unproven NoDelegation", k)
+	}
+	if err := blind.RemoveParent(ctx, p.Instance()); err == nil {
+		t.Fatal("RemoveParent through a wrong mapping succeeded")
+	}
+	if k := good.Prove(ctx, p); !k.Proven {
+		t.Fatalf("prove with the host's mapping: %v", k.Err())
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
+	"github.com/unitlet/unitlet/internal/testutil"
 	"github.com/unitlet/unitlet/runtime/layout"
 )
 
@@ -34,8 +35,8 @@ func TestOverlapSwapUnderLoad(t *testing.T) {
 
 	addr := startNginx(t, inst.Status.Socket)
 	stop := make(chan struct{})
-	done := make(chan *load)
-	go func() { done <- runLoad(addr, 8, 10000, stop) }()
+	done := make(chan *testutil.Load)
+	go func() { done <- testutil.RunLoad(addr, 8, 10000, 3*time.Minute, stop) }()
 	time.Sleep(time.Second) // load on the old generation first
 	updateInstance(t, inst.Name, func(i *v1.Instance) { i.Spec.Template.Env[0].Value = "shop-v2.example.com" })
 	waitServing(t, inst.Name, 2)
@@ -45,16 +46,16 @@ func TestOverlapSwapUnderLoad(t *testing.T) {
 	})
 	close(stop)
 	l := <-done
-	total := l.ok.Load() + l.failed.Load()
-	fmt.Printf("e2e overlap swap: %d requests through nginx, %d failed, by answer: %v\n", total, l.failed.Load(), l.bodies)
-	if l.failed.Load() != 0 {
-		t.Fatalf("%d of %d requests failed during the swap; first: %v", l.failed.Load(), total, l.firstErr.Load())
+	total, bodies := l.Total(), l.Bodies()
+	fmt.Printf("e2e overlap swap: %d requests through nginx, %d failed, by answer: %v\n", total, l.Failed.Load(), bodies)
+	if l.Failed.Load() != 0 {
+		t.Fatalf("%d of %d requests failed during the swap; first: %v", l.Failed.Load(), total, l.FirstErr())
 	}
 	if total < 10000 {
 		t.Fatalf("only %d requests sent", total)
 	}
-	if l.bodies["hello from shop.example.com generation 1\n"] == 0 || l.bodies["hello from shop-v2.example.com generation 2\n"] == 0 {
-		t.Fatalf("want answers from both generations, got %v", l.bodies)
+	if bodies["hello from shop.example.com generation 1\n"] == 0 || bodies["hello from shop-v2.example.com generation 2\n"] == 0 {
+		t.Fatalf("want answers from both generations, got %v", bodies)
 	}
 }
 

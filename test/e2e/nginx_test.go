@@ -2,14 +2,11 @@ package e2e
 
 import (
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"os/user"
 	"path/filepath"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -87,55 +84,3 @@ http {
 	return addr
 }
 
-// load sends GETs from workers until stop is closed and at least min
-// requests were sent; it counts answers by body and failures.
-type load struct {
-	ok, failed atomic.Int64
-	mu         sync.Mutex
-	bodies     map[string]int64
-	firstErr   atomic.Value
-}
-
-func runLoad(addr string, workers int, min int64, stop <-chan struct{}) *load {
-	l := &load{bodies: map[string]int64{}}
-	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: workers}}
-	var wg sync.WaitGroup
-	deadline := time.Now().Add(3 * time.Minute) // bounded, whatever happens
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for time.Now().Before(deadline) {
-				select {
-				case <-stop:
-					if l.ok.Load()+l.failed.Load() >= min {
-						return
-					}
-				default:
-				}
-				resp, err := c.Get("http://" + addr + "/")
-				if err != nil {
-					l.fail(err)
-					continue
-				}
-				b, err := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				if err != nil || resp.StatusCode != http.StatusOK {
-					l.fail(fmt.Errorf("status %s: %v %s", resp.Status, err, b))
-					continue
-				}
-				l.ok.Add(1)
-				l.mu.Lock()
-				l.bodies[string(b)]++
-				l.mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	return l
-}
-
-func (l *load) fail(err error) {
-	l.failed.Add(1)
-	l.firstErr.CompareAndSwap(nil, err)
-}

@@ -1,0 +1,228 @@
+// Package nodevm boots the production-shaped test node that
+// hack/node-vm.sh builds: Debian 12 with systemd as PID 1 and pure cgroup
+// v2, under QEMU, reached over ssh through a forwarded loopback port.
+// From inside, the machine's loopback is GuestHostAddr.
+package nodevm
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/unitlet/unitlet/internal/testenv"
+)
+
+// GuestHostAddr is how the guest reaches this machine's 127.0.0.1 (QEMU's
+// user-mode network); nothing else outside the guest is reachable.
+const GuestHostAddr = "10.0.2.2"
+
+// Options configure a boot.
+type Options struct {
+	// Dir holds the image (base.img, vmlinuz, initrd.img, id_ed25519);
+	// "" is bin/.node-vm of the checkout.
+	Dir string
+	// Forward lists guest TCP ports reachable from this machine's loopback
+	// (HostPort names where).
+	Forward []int
+	// MemoryMiB is the guest's memory; 0 is 2048.
+	MemoryMiB int
+	// BootLimit bounds the wait for ssh; 0 is 4 minutes (software
+	// emulation on a busy machine).
+	BootLimit time.Duration
+}
+
+// VM is a booted node. Close powers it off and removes its overlay.
+type VM struct {
+	dir, key, work string
+	ssh            int
+	ports          map[int]int
+	cmd            *exec.Cmd
+	exited         chan struct{}
+	// Booted is how long the guest took from power-on to answering ssh.
+	Booted time.Duration
+}
+
+// DefaultDir is where hack/node-vm.sh keeps the image.
+func DefaultDir() string { return filepath.Join(testenv.RepoRoot(), "bin", ".node-vm") }
+
+// ErrNoImage: the image has not been built.
+var ErrNoImage = errors.New("nodevm: no node image (run `make node-vm-image`, which runs hack/node-vm.sh image)")
+
+// Boot starts a guest on a fresh copy-on-write overlay of the image and
+// waits until ssh answers.
+func Boot(ctx context.Context, o Options) (*VM, error) {
+	if o.Dir == "" {
+		o.Dir = DefaultDir()
+	}
+	if o.MemoryMiB == 0 {
+		o.MemoryMiB = 2048
+	}
+	if o.BootLimit == 0 {
+		o.BootLimit = 4 * time.Minute
+	}
+	for _, f := range []string{"base.img", "vmlinuz", "initrd.img", "id_ed25519"} {
+		if _, err := os.Stat(filepath.Join(o.Dir, f)); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrNoImage, err)
+		}
+	}
+	qemu, err := exec.LookPath("qemu-system-x86_64")
+	if err != nil {
+		return nil, fmt.Errorf("nodevm: %w: install qemu-system-x86 (hack/deps.sh does)", err)
+	}
+	work, err := os.MkdirTemp(o.Dir, "boot-")
+	if err != nil {
+		return nil, err
+	}
+	v := &VM{dir: o.Dir, key: filepath.Join(o.Dir, "id_ed25519"), work: work, ports: map[int]int{}, exited: make(chan struct{})}
+	fail := func(err error) (*VM, error) { v.Close(); return nil, err }
+	disk := filepath.Join(work, "disk.qcow2")
+	if out, err := exec.CommandContext(ctx, "qemu-img", "create", "-q", "-f", "qcow2", "-F", "raw",
+		"-b", filepath.Join(o.Dir, "base.img"), disk).CombinedOutput(); err != nil {
+		return fail(fmt.Errorf("nodevm: overlay: %s: %w", out, err))
+	}
+	if v.ssh, err = freePort(); err != nil {
+		return fail(err)
+	}
+	nic := "user,model=virtio-net-pci,hostfwd=tcp:127.0.0.1:" + strconv.Itoa(v.ssh) + "-:22"
+	for _, g := range o.Forward {
+		h, err := freePort()
+		if err != nil {
+			return fail(err)
+		}
+		v.ports[g] = h
+		nic += fmt.Sprintf(",hostfwd=tcp:127.0.0.1:%d-:%d", h, g)
+	}
+	v.cmd = exec.Command(qemu, "-accel", "tcg,thread=multi", "-cpu", "max",
+		"-m", strconv.Itoa(o.MemoryMiB), "-smp", "2", "-display", "none", "-no-reboot",
+		"-serial", "file:"+v.ConsolePath(),
+		"-kernel", filepath.Join(o.Dir, "vmlinuz"), "-initrd", filepath.Join(o.Dir, "initrd.img"),
+		"-append", "root=/dev/vda rw console=ttyS0 quiet",
+		"-drive", "file="+disk+",format=qcow2,if=virtio", "-nic", nic)
+	// The guest dies with the test process, whatever ends it.
+	v.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	var qout bytes.Buffer
+	v.cmd.Stdout, v.cmd.Stderr = &qout, &qout
+	start := time.Now()
+	if err := v.cmd.Start(); err != nil {
+		return fail(fmt.Errorf("nodevm: start qemu: %w", err))
+	}
+	go func() { _ = v.cmd.Wait(); close(v.exited) }()
+
+	deadline := time.Now().Add(o.BootLimit)
+	for {
+		if _, err := v.Run(ctx, "test -d /sys/fs/cgroup"); err == nil {
+			v.Booted = time.Since(start)
+			return v, nil
+		}
+		select {
+		case <-v.exited:
+			return fail(fmt.Errorf("nodevm: qemu exited during boot: %s\nconsole:\n%s", qout.String(), v.ConsoleTail(30)))
+		case <-ctx.Done():
+			return fail(ctx.Err())
+		case <-time.After(time.Second):
+		}
+		if time.Now().After(deadline) {
+			return fail(fmt.Errorf("nodevm: no ssh after %s; console:\n%s", o.BootLimit, v.ConsoleTail(30)))
+		}
+	}
+}
+
+// HostPort is the loopback port on this machine that reaches guest port g.
+func (v *VM) HostPort(g int) int { return v.ports[g] }
+
+// ConsolePath is the guest's serial console log.
+func (v *VM) ConsolePath() string { return filepath.Join(v.work, "console.log") }
+
+// ConsoleTail is the console's last n lines.
+func (v *VM) ConsoleTail(n int) string {
+	b, _ := os.ReadFile(v.ConsolePath())
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// SSHCommand is the command line that reaches the guest as root.
+func (v *VM) SSHCommand() []string {
+	return []string{"ssh", "-i", v.key, "-p", strconv.Itoa(v.ssh),
+		"-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR",
+		"-o", "BatchMode=yes", "-o", "ConnectTimeout=5", "-o", "ServerAliveInterval=5", "root@127.0.0.1"}
+}
+
+// Run runs a shell script in the guest as root and returns its stdout;
+// a non-zero exit is an error that carries stderr.
+func (v *VM) Run(ctx context.Context, script string) (string, error) {
+	return v.RunInput(ctx, script, nil)
+}
+
+// RunInput is Run with stdin.
+func (v *VM) RunInput(ctx context.Context, script string, stdin []byte) (string, error) {
+	args := append(v.SSHCommand(), "bash", "-ec", shellQuote(script))
+	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	if err := cmd.Run(); err != nil {
+		return out.String(), fmt.Errorf("nodevm: %q: %w: %s", firstLine(script), err, strings.TrimSpace(errb.String()))
+	}
+	return out.String(), nil
+}
+
+// WriteFile writes data to path in the guest with mode, atomically (a
+// running binary can be replaced).
+func (v *VM) WriteFile(ctx context.Context, path string, data []byte, mode os.FileMode) error {
+	q := shellQuote(path)
+	_, err := v.RunInput(ctx, fmt.Sprintf("mkdir -p $(dirname %[1]s); cat >%[1]s.tmp; chmod %[2]o %[1]s.tmp; mv -f %[1]s.tmp %[1]s", q, mode), data)
+	return err
+}
+
+// Close powers the guest off and removes its overlay.
+func (v *VM) Close() {
+	if v.cmd != nil && v.cmd.Process != nil {
+		select {
+		case <-v.exited:
+		default:
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			_, _ = v.Run(ctx, "systemctl poweroff --no-block")
+			cancel()
+			select {
+			case <-v.exited:
+			case <-time.After(20 * time.Second):
+				_ = v.cmd.Process.Kill()
+				<-v.exited
+			}
+		}
+	}
+	_ = os.RemoveAll(v.work)
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i] + " …"
+	}
+	return s
+}

@@ -1,0 +1,137 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/unitlet/unitlet/internal/testutil"
+)
+
+// guest runs a script in the guest, failing t when it fails.
+func guest(t testing.TB, script string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	out, err := vm.Run(ctx, script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(out)
+}
+
+func eventually(t testing.TB, what string, limit time.Duration, cond func() (bool, string)) {
+	t.Helper()
+	testutil.Eventually(t, what, limit, pollEvery, cond)
+}
+
+// readyz is the agent's /readyz status code through the forwarded port,
+// or 0 while nothing answers.
+func readyz() int {
+	c := &http.Client{Timeout: 3 * time.Second}
+	resp, err := c.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", vm.HostPort(probePort)))
+	if err != nil {
+		return 0
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// units lists the guest's loaded unitlet units, slices included (the
+// agent's own service aside).
+func units(t testing.TB) []string {
+	t.Helper()
+	out := guest(t, "systemctl list-units --all --plain --no-legend 'unitlet-*' | grep -v '^"+agentService+" ' | awk '{print $1\" \"$3\"/\"$4}' || true")
+	if out == "" {
+		return nil
+	}
+	return strings.Split(out, "\n")
+}
+
+// unixGet asks the app behind a socket in the guest for path.
+func unixGet(t testing.TB, sock, path string) string {
+	t.Helper()
+	return guest(t, fmt.Sprintf(`python3 - <<'EOF'
+import http.client, socket
+class C(http.client.HTTPConnection):
+    def connect(self):
+        self.sock = socket.socket(socket.AF_UNIX); self.sock.connect(%q)
+c = C("app"); c.request("GET", %q); print(c.getresponse().read().decode(), end="")
+EOF`, sock, path))
+}
+
+// startNginx fronts the stable socket in the guest, as a node's proxy
+// would: its workers are www-data in the socket group, not root, and it
+// never retries, so each failed connect counts.
+func startNginx(t testing.TB, socket string) {
+	t.Helper()
+	conf := fmt.Sprintf(`daemon off;
+user www-data unitlet;
+worker_processes 2;
+pid /run/test-nginx.pid;
+error_log /run/test-nginx.err warn;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  upstream app { server unix:%s; }
+  server {
+    listen %d;
+    location / { proxy_pass http://app; proxy_next_upstream off; }
+  }
+}
+`, socket, frontPort)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := vm.WriteFile(ctx, "/etc/unitlet-test/nginx.conf", []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	guest(t, "systemd-run --unit=test-nginx --collect nginx -c /etc/unitlet-test/nginx.conf")
+	t.Cleanup(func() { guest(t, "systemctl stop test-nginx || true") })
+	c := &http.Client{Timeout: 5 * time.Second}
+	eventually(t, "nginx answering", time.Minute, func() (bool, string) {
+		resp, err := c.Get(fmt.Sprintf("http://127.0.0.1:%d/", vm.HostPort(frontPort)))
+		if err != nil {
+			return false, err.Error()
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, resp.Status
+	})
+}
+
+// hold is a process the agent cannot kill, in a cgroup of the guest: it
+// writes to a frozen file system, so it sleeps uninterruptibly and takes
+// SIGKILL (systemd's, cgroup.kill's) only once the file system thaws.
+// Nothing is faked: the kernel keeps the cgroup populated.
+type hold struct{ cgroup string }
+
+func holdIn(t testing.TB, cgroup string) *hold {
+	t.Helper()
+	guest(t, `set -e
+mkdir -p /mnt/hold
+if ! mountpoint -q /mnt/hold; then
+  truncate -s 32M /root/hold.img && mkfs.ext4 -q -F /root/hold.img && mount -o loop /root/hold.img /mnt/hold
+fi
+fsfreeze -f /mnt/hold
+# The writer moves itself into the cgroup first, then blocks in the write.
+setsid sh -c 'echo $$ > /sys/fs/cgroup`+cgroup+`/cgroup.procs && exec dd if=/dev/zero of=/mnt/hold/x bs=4k count=1 conv=fsync status=none' </dev/null >/dev/null 2>&1 &
+for i in $(seq 50); do
+  for p in $(cat /sys/fs/cgroup`+cgroup+`/cgroup.procs); do
+    [ "$(awk '{print $3}' /proc/$p/stat 2>/dev/null)" = D ] && exit 0
+  done
+  sleep 0.1
+done
+echo "no process of `+cgroup+` in D state" >&2; exit 1`)
+	h := &hold{cgroup: cgroup}
+	t.Cleanup(func() { h.release(t) })
+	return h
+}
+
+// release thaws the file system: the held process dies of the SIGKILL it
+// was sent.
+func (h *hold) release(t testing.TB) {
+	t.Helper()
+	guest(t, "fsfreeze -u /mnt/hold 2>/dev/null || true")
+}

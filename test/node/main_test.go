@@ -1,0 +1,209 @@
+// Package node runs the real agent the way users run it, on a node shaped
+// like theirs: bin/unitlet inside a Debian 12 VM (systemd as PID 1, pure
+// cgroup v2, internal/nodevm), started by a systemd service with exactly
+// the DaemonSet's arguments and host paths, under the agent's ClusterRole,
+// talking to the kube-apiserver this test starts on this machine.
+package node
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
+
+	"github.com/unitlet/unitlet/internal/nodevm"
+	"github.com/unitlet/unitlet/internal/testenv"
+	"github.com/unitlet/unitlet/internal/testutil"
+)
+
+// nodeName is the guest's hostname: the DaemonSet passes spec.nodeName,
+// which on a real node is its hostname too.
+const nodeName = "unitlet-node"
+
+// Where the agent lives in the guest: the binary where the DaemonSet's
+// init container copies it, credentials where a kubelet-less service
+// would keep them.
+const (
+	agentBinary     = "/var/lib/unitlet/bin/unitlet"
+	agentKubeconfig = "/etc/unitlet/kubeconfig"
+	agentService    = "unitlet-agent.service"
+	// frontPort is nginx's port in the guest (the front end's).
+	frontPort = 8088
+)
+
+// pollEvery is how often waits look again; the guest is emulated, so the
+// limits below are generous.
+const pollEvery = 250 * time.Millisecond
+
+var (
+	env  *testenv.Env
+	k8s  client.Client
+	kube testutil.API
+	vm   *nodevm.VM
+	// agentArgs are the DaemonSet's arguments for this node.
+	agentArgs []string
+	// probePort is the guest port of /healthz and /readyz.
+	probePort int
+)
+
+func TestMain(m *testing.M) { os.Exit(run(m)) }
+
+func run(m *testing.M) int {
+	fail := func(err error) int { fmt.Fprintln(os.Stderr, "test/node:", err); return 1 }
+	exe, err := testutil.Preflight("test/node", "it boots a VM with QEMU")
+	if err != nil {
+		return fail(err)
+	}
+	if agentArgs, probePort, err = daemonSetArgs(nodeName); err != nil {
+		return fail(err)
+	}
+	if env, err = testenv.Start(); err != nil {
+		return fail(err)
+	}
+	defer func() { _ = env.Stop() }()
+	k8s = env.Client
+	kube = testutil.API{Client: k8s, Every: pollEvery}
+	kubeconfig, err := agentCredentials(context.Background())
+	if err != nil {
+		return fail(err)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	started := time.Now()
+	vm, err = nodevm.Boot(ctx, nodevm.Options{Forward: []int{probePort, frontPort}})
+	if err != nil {
+		return fail(err)
+	}
+	defer vm.Close()
+	fmt.Printf("test/node: guest booted to ssh in %s\n", vm.Booted.Round(100*time.Millisecond))
+	if err := installAgent(ctx, exe, kubeconfig); err != nil {
+		fmt.Fprintln(os.Stderr, vm.ConsoleTail(40))
+		return fail(err)
+	}
+	code := m.Run()
+	if code != 0 {
+		out, _ := vm.Run(context.Background(), "journalctl -u "+agentService+" --no-pager -n 80 -o cat")
+		fmt.Fprintf(os.Stderr, "test/node: the agent's last log lines:\n%s\n", out)
+	}
+	fmt.Printf("test/node: boot, install and flows took %s\n", time.Since(started).Round(time.Second))
+	return code
+}
+
+// daemonSetArgs reads the agent container's arguments from the shipped
+// DaemonSet, with $(NODE_NAME) as the kubelet would expand it, and the
+// probe port they name.
+func daemonSetArgs(node string) ([]string, int, error) {
+	raw, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "config", "manager", "daemonset.yaml"))
+	if err != nil {
+		return nil, 0, err
+	}
+	var ds appsv1.DaemonSet
+	if err := yaml.UnmarshalStrict(raw, &ds); err != nil {
+		return nil, 0, fmt.Errorf("config/manager/daemonset.yaml: %w", err)
+	}
+	var args []string
+	port := 0
+	for _, c := range ds.Spec.Template.Spec.Containers {
+		if c.Name != "agent" {
+			continue
+		}
+		for _, a := range c.Args {
+			a = strings.ReplaceAll(a, "$(NODE_NAME)", node)
+			if v, ok := strings.CutPrefix(a, "--health-probe-bind-address=:"); ok {
+				port, _ = strconv.Atoi(v)
+			}
+			args = append(args, a)
+		}
+	}
+	if len(args) == 0 || port == 0 {
+		return nil, 0, fmt.Errorf("no agent container with a probe port in config/manager/daemonset.yaml")
+	}
+	return args, port, nil
+}
+
+// agentCredentials makes the agent's user, bound to the shipped
+// ClusterRole (config/rbac/role.yaml) and nothing else, and returns a
+// kubeconfig for it that reaches the API server from inside the guest.
+func agentCredentials(ctx context.Context) ([]byte, error) {
+	const user = "unitlet-agent:" + nodeName
+	raw, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "config", "rbac", "role.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	var role rbacv1.ClusterRole
+	if err := yaml.Unmarshal(raw, &role); err != nil {
+		return nil, err
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: role.ObjectMeta,
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+	}
+	for _, o := range []client.Object{&role, binding} {
+		if err := k8s.Create(ctx, o); err != nil {
+			return nil, fmt.Errorf("create %T: %w", o, err)
+		}
+	}
+	u, err := env.AddUser(envtest.User{Name: user}, nil)
+	if err != nil {
+		return nil, err
+	}
+	kc, err := u.KubeConfig()
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := clientcmd.Load(kc)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range cfg.Clusters {
+		// The guest reaches this machine's loopback at another address;
+		// the serving certificate names localhost.
+		c.Server = strings.Replace(c.Server, "127.0.0.1", nodevm.GuestHostAddr, 1)
+		c.Server = strings.Replace(c.Server, "localhost", nodevm.GuestHostAddr, 1)
+		c.TLSServerName = "localhost"
+	}
+	return clientcmd.Write(*cfg)
+}
+
+// installAgent puts the binary and credentials in the guest and starts
+// the agent as a service with the DaemonSet's arguments. Restart=always
+// stands in for the kubelet restarting a container.
+func installAgent(ctx context.Context, exe string, kubeconfig []byte) error {
+	bin, err := os.ReadFile(exe)
+	if err != nil {
+		return err
+	}
+	if err := vm.WriteFile(ctx, agentBinary, bin, 0o755); err != nil {
+		return err
+	}
+	if err := vm.WriteFile(ctx, agentKubeconfig, kubeconfig, 0o600); err != nil {
+		return err
+	}
+	unit := fmt.Sprintf(`[Unit]
+Description=unitlet agent, as the DaemonSet runs it
+After=network-online.target dbus.service
+
+[Service]
+ExecStart=%s %s --kubeconfig=%s
+Restart=always
+RestartSec=1
+`, agentBinary, strings.Join(agentArgs, " "), agentKubeconfig)
+	if err := vm.WriteFile(ctx, "/etc/systemd/system/"+agentService, []byte(unit), 0o644); err != nil {
+		return err
+	}
+	_, err = vm.Run(ctx, "systemctl daemon-reload && systemctl start "+agentService)
+	return err
+}
