@@ -108,8 +108,9 @@ run: dev-up build ## dev-up, then the agent in the foreground as this node.
 		--health-probe-bind-address 127.0.0.1:8081 --metrics-bind-address 127.0.0.1:8080
 
 .PHONY: image
-image: ## Build the agent's container image (needs a container engine; none runs on the CI machines).
-	docker build -t $${IMG:-unitlet} .
+image: ## Build the agent's container image as a tarball, bin/unitlet-image.tar (no container engine needed).
+	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o $(BIN)/unitlet-static .
+	go run ./hack/image --binary $(BIN)/unitlet-static --tag $${IMG:-unitlet.dev/unitlet:dev} --out $(BIN)/unitlet-image.tar
 
 .PHONY: deploy-render
 deploy-render: ## Render config/default (what a cluster would get).

@@ -1,12 +1,14 @@
 // Command unitlet is the node agent and the small helpers it starts: with
 // no subcommand (or "agent") it runs the agent; "exec" is the trampoline a
-// unit runs before the app.
+// unit runs before the app; "install" copies the binary to the host (the
+// DaemonSet's init container).
 package main
 
 import (
 	"os"
 
 	"github.com/unitlet/unitlet/internal/agent"
+	"github.com/unitlet/unitlet/internal/selfinstall"
 	"github.com/unitlet/unitlet/runtime/trampoline"
 	"github.com/unitlet/unitlet/runtime/units/exitrecord"
 	"github.com/unitlet/unitlet/runtime/units/shim"
@@ -29,4 +31,5 @@ var subcommands = map[string]func([]string) int{
 	"exec":        func(args []string) int { return trampoline.Main(args, os.Stderr) },
 	"shim":        shim.Main,
 	"exit-record": exitrecord.Main,
+	"install":     selfinstall.Main,
 }

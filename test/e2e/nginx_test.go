@@ -83,4 +83,3 @@ http {
 	})
 	return addr
 }
-

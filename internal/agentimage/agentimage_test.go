@@ -1,0 +1,67 @@
+package agentimage
+
+import (
+	"archive/tar"
+	"bytes"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+)
+
+// The tarball reads back as one OCI image whose only file is the binary,
+// executable, at /unitlet, run as its entrypoint; the same binary gives
+// the same digest.
+func TestImageTarball(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "unitlet")
+	want := []byte("#!/not/really/an/elf\n")
+	if err := os.WriteFile(bin, want, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "image.tar")
+	d1, err := WriteFile(bin, "unitlet.dev/unitlet:test", out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := tarball.ImageFromPath(out, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"/unitlet"}, cfg.Config.Entrypoint); diff != "" || cfg.OS != "linux" || cfg.Architecture != "amd64" {
+		t.Errorf("entrypoint (-want,+got):\n%s; platform %s/%s", diff, cfg.OS, cfg.Architecture)
+	}
+	tr := tar.NewReader(mutate.Extract(img))
+	var files []string
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, h.Name)
+		if h.Name == "unitlet" {
+			got, _ := io.ReadAll(tr)
+			if !bytes.Equal(got, want) || h.Mode&0o111 == 0 {
+				t.Errorf("/unitlet: mode %o, content %q", h.Mode, got)
+			}
+		}
+	}
+	if diff := cmp.Diff([]string{"unitlet"}, files); diff != "" {
+		t.Errorf("files (-want,+got):\n%s", diff)
+	}
+	d2, err := WriteFile(bin, "unitlet.dev/unitlet:test", out)
+	if err != nil || d1 != d2 {
+		t.Errorf("same binary, digests %s and %s (%v)", d1, d2, err)
+	}
+}
