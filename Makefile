@@ -51,6 +51,10 @@ build: ## Build the unitlet binary.
 control-plane: ## Build kube-apiserver, etcd and kubectl from source into bin/ (cached).
 	hack/build-control-plane.sh
 
+.PHONY: cluster-binaries
+cluster-binaries: ## Build kubelet, kube-controller-manager and kube-scheduler from source into bin/ (cached).
+	hack/build-control-plane.sh cluster
+
 .PHONY: deps
 deps: ## Install the Debian packages tests need (systemd, dbus, openssl, nginx, prometheus) when missing.
 	hack/deps.sh
@@ -59,7 +63,7 @@ deps: ## Install the Debian packages tests need (systemd, dbus, openssl, nginx, 
 ##@ Test
 
 .PHONY: test
-test: deps control-plane build node-vm-image ## Everything: unit, envtest, fuzz smoke, kubectl checks, the node VM.
+test: deps control-plane cluster-binaries build image node-vm-image ## Everything: unit, envtest, fuzz smoke, kubectl checks, the node VM, the cluster.
 	go test -count=1 -timeout 20m $$(go list ./... | grep -v '/test/')
 	@# The end-to-end suites drive real agents, systemd and load: one at a
 	@# time, so a zero-failure swap is measured on a machine that is not
@@ -67,6 +71,10 @@ test: deps control-plane build node-vm-image ## Everything: unit, envtest, fuzz 
 	go test -count=1 -timeout 20m -p 1 ./test/...
 	$(MAKE) --no-print-directory fuzz
 	hack/check-printer-columns.sh
+
+.PHONY: test-cluster
+test-cluster: deps control-plane cluster-binaries image node-vm-image ## Only test/cluster: config/default deployed on a kubelet in the node VM.
+	go test -count=1 -timeout 40m -v ./test/cluster/
 
 .PHONY: test-node
 test-node: deps control-plane build node-vm-image ## Only test/node: the agent with the DaemonSet's flags in the Debian node VM.
@@ -111,6 +119,9 @@ run: dev-up build ## dev-up, then the agent in the foreground as this node.
 image: ## Build the agent's container image as a tarball, bin/unitlet-image.tar (no container engine needed).
 	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o $(BIN)/unitlet-static .
 	go run ./hack/image --binary $(BIN)/unitlet-static --tag $${IMG:-unitlet.dev/unitlet:dev} --out $(BIN)/unitlet-image.tar
+	@# The test cluster's sandbox image: no registry is reachable here.
+	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o $(BIN)/pause ./hack/pause
+	go run ./hack/image --binary $(BIN)/pause --path /pause --tag unitlet.dev/pause:dev --out $(BIN)/pause-image.tar
 
 .PHONY: deploy-render
 deploy-render: ## Render config/default (what a cluster would get).

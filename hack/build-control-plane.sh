@@ -69,7 +69,10 @@ package tools
 
 import (
 	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
+	_ "k8s.io/kubernetes/cmd/kube-scheduler"
 	_ "k8s.io/kubernetes/cmd/kubectl"
+	_ "k8s.io/kubernetes/cmd/kubelet"
 )
 GO
   local major="${KUBE_VERSION#v}"; major="${major%%.*}"
@@ -86,9 +89,12 @@ GO
   mv "$BIN/$name.tmp" "$BIN/$name"
 }
 
+# cluster: what test/cluster adds to the control plane: the controllers
+# (a DaemonSet needs its controller and the scheduler) and the node's kubelet.
 case "${1:-all}" in
   etcd) build_etcd ;;
-  kube-apiserver|kubectl) build_kube "$1" ;;
+  kube-apiserver|kubectl|kubelet|kube-controller-manager|kube-scheduler) build_kube "$1" ;;
   all) build_etcd; build_kube kube-apiserver; build_kube kubectl ;;
-  *) echo "usage: $0 [all|etcd|kube-apiserver|kubectl]" >&2; exit 2 ;;
+  cluster) build_kube kube-controller-manager; build_kube kube-scheduler; build_kube kubelet ;;
+  *) echo "usage: $0 [all|cluster|etcd|kube-apiserver|kubectl|kubelet|kube-controller-manager|kube-scheduler]" >&2; exit 2 ;;
 esac

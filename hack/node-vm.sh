@@ -18,10 +18,11 @@ DIR="${NODE_VM_DIR:-$ROOT/bin/.node-vm}" # a dot dir: `go ./...` does not walk i
 SUITE=bookworm
 # What the node needs beyond minbase: systemd as PID 1 and its bus, a
 # kernel with virtio drivers in its initramfs, a network, ssh for the
-# tests, python3 for the sample apps and nginx as the front end.
-PACKAGES=systemd,systemd-sysv,dbus,linux-image-amd64,initramfs-tools,udev,iproute2,openssh-server,python3,nginx-light,procps
+# tests, python3 for the sample apps and nginx as the front end; for a
+# kubelet (test/cluster): containerd, runc, the CNI plugins and iptables.
+PACKAGES=systemd,systemd-sysv,dbus,linux-image-amd64,initramfs-tools,udev,iproute2,openssh-server,python3,nginx-light,procps,containerd,runc,containernetworking-plugins,iptables
 # Bump RECIPE when configure() changes, so a cached image is rebuilt.
-RECIPE=3
+RECIPE=4
 STAMP="$SUITE $PACKAGES $RECIPE"
 
 log() { printf 'node-vm: %s\n' "$*" >&2; }
@@ -74,8 +75,10 @@ configure() {
   mkdir -p "$r/etc/systemd/network"
   printf '[Match]\nName=en*\n\n[Network]\nDHCP=ipv4\n' >"$r/etc/systemd/network/10-dhcp.network"
   ln -sf /lib/systemd/system/systemd-networkd.service "$r/etc/systemd/system/multi-user.target.wants/systemd-networkd.service"
-  # The front end is started by the test that needs it, on its own config.
-  rm -f "$r/etc/systemd/system/multi-user.target.wants/nginx.service"
+  # The front end and the container runtime are started by the tests that
+  # need them, on their own configuration.
+  rm -f "$r/etc/systemd/system/multi-user.target.wants/nginx.service" \
+    "$r/etc/systemd/system/multi-user.target.wants/containerd.service"
   # Timers and apt jobs would compete with the tests for an emulated CPU.
   rm -f "$r"/etc/systemd/system/timers.target.wants/*
   mkdir -p "$r/etc/ssh/sshd_config.d"

@@ -52,6 +52,7 @@ func guardFor(opts Options) join.Guard {
 		StateRoot:   opts.StateRoot,
 		RunRoot:     opts.RunRoot,
 		SocketGroup: opts.SocketGroup,
+		Groups:      join.GroupDB{Dir: opts.HostEtc},
 		// auto means systemd when its bus answers; only an explicit choice
 		// makes the bus a precondition.
 		Systemd: opts.UnitBackend == BackendSystemd,

@@ -33,6 +33,9 @@ type Options struct {
 
 	// SocketGroup owns the run dirs and sockets; the guard requires it.
 	SocketGroup string
+	// HostEtc is the node's /etc as the agent sees it: where the socket
+	// group is looked up and created.
+	HostEtc string
 	// Gate is not a flag: Run sets it before setupHosting, and the hosting
 	// reconcilers consult it before they start new work.
 	Gate hostgate.Gate
@@ -54,6 +57,7 @@ func Parse(args []string) (Options, error) {
 	fs.StringVar(&o.UnitBackend, "unit-backend", BackendAuto, "how units are started: systemd, direct or auto (systemd when its bus answers)")
 	fs.BoolVar(&o.RequireEnrollment, "require-enrollment", true, "host nothing until this node's Enrollment is approved and its guard armed")
 	fs.StringVar(&o.SocketGroup, "socket-group", "unitlet", "group that owns the Instances' run dirs and sockets (a proxy in it can connect)")
+	fs.StringVar(&o.HostEtc, "host-etc", "/etc", "the node's /etc as the agent sees it (its group database); in a container, the host's /etc mounted there")
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "address of the metrics endpoint; 0 disables it")
 	fs.BoolVar(&o.LogDevelopment, "zap-devel", false, "human-readable development logging")
@@ -77,7 +81,7 @@ func (o Options) Validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("--unit-backend=%q: want systemd, direct or auto", o.UnitBackend))
 	}
-	for flagName, p := range map[string]string{"--state-root": o.StateRoot, "--run-root": o.RunRoot} {
+	for flagName, p := range map[string]string{"--state-root": o.StateRoot, "--run-root": o.RunRoot, "--host-etc": o.HostEtc} {
 		if p == "" || p[0] != '/' {
 			errs = append(errs, fmt.Errorf("%s=%q must be an absolute path", flagName, p))
 		}

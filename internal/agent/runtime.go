@@ -53,7 +53,7 @@ func newRuntime(opts Options, log logr.Logger) (*node.Node, string, error) {
 		return nil, "", fmt.Errorf("%s backend: %w", name, err)
 	}
 	n, err := node.New(node.Config{
-		Layout: lay, Backend: backend, SocketGID: socketGID(opts.SocketGroup, log), AppUID: -1, Exe: exe, Log: log,
+		Layout: lay, Backend: backend, SocketGID: socketGID(join.GroupDB{Dir: opts.HostEtc}, opts.SocketGroup, log), AppUID: -1, Exe: exe, Log: log,
 		LogMaxBytes: 8 << 20, LogKeep: 3,
 	})
 	return n, name, err
@@ -61,8 +61,8 @@ func newRuntime(opts Options, log logr.Logger) (*node.Node, string, error) {
 
 // socketGID is the socket group's id, or -1 (root keeps the run dirs)
 // when it cannot be resolved; the guard reports that case.
-func socketGID(group string, log logr.Logger) int {
-	gid, err := join.LookupGroup(group)
+func socketGID(db join.GroupDB, group string, log logr.Logger) int {
+	gid, err := db.Resolve(group)
 	if err != nil {
 		log.Info("socket group not resolved: run dirs stay root's; a proxy must run as root to connect", "group", group, "err", err.Error())
 	}

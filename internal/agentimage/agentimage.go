@@ -1,6 +1,6 @@
-// Package agentimage builds the agent's container image without a
-// container engine: one layer holding the static unitlet binary at
-// /unitlet, written as an image tarball (the `docker save` layout:
+// Package agentimage builds the agent's container image (and the test
+// cluster's pause image) without a container engine: one layer holding a
+// static binary (the agent's: /unitlet), written as an image tarball (the `docker save` layout:
 // manifest.json, config, layer) that `ctr images import`, `docker load` and
 // kind read; no registry is needed to get it onto a node. The layer's bytes depend on
 // the binary alone (no timestamps), so the same binary gives the same image.
@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -21,15 +22,17 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
-// Path is where the binary sits in the image; the DaemonSet runs it.
+// Path is where the agent's binary sits in its image; the DaemonSet runs
+// it.
 const Path = "/unitlet"
 
-// Build returns the image of binary.
-func Build(binary []byte) (v1.Image, error) {
+// Build returns the image of binary at path (absolute), run as its
+// entrypoint.
+func Build(binary []byte, path string) (v1.Image, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	if err := tw.WriteHeader(&tar.Header{
-		Name: Path[1:], Mode: 0o755, Size: int64(len(binary)), Typeflag: tar.TypeReg, Format: tar.FormatPAX,
+		Name: path[1:], Mode: 0o755, Size: int64(len(binary)), Typeflag: tar.TypeReg, Format: tar.FormatPAX,
 	}); err != nil {
 		return nil, err
 	}
@@ -58,15 +61,16 @@ func Build(binary []byte) (v1.Image, error) {
 	}
 	cfg = cfg.DeepCopy()
 	cfg.OS, cfg.Architecture = "linux", "amd64"
-	cfg.Config.Entrypoint = []string{Path}
+	cfg.Config.Entrypoint = []string{path}
 	cfg.Config.User = "0"
 	cfg.Config.Labels = map[string]string{"org.opencontainers.image.source": "https://github.com/unitlet/unitlet"}
 	return mutate.ConfigFile(img, cfg)
 }
 
-// WriteFile builds the image of the binary at binaryPath and writes it
-// to out under tag, through a temporary file renamed into place.
-func WriteFile(binaryPath, tag, out string) (v1.Hash, error) {
+// WriteFile builds the image of the binary at binaryPath, placed at path,
+// and writes it to out under tag, through a temporary file renamed into
+// place.
+func WriteFile(binaryPath, path, tag, out string) (v1.Hash, error) {
 	bin, err := os.ReadFile(binaryPath)
 	if err != nil {
 		return v1.Hash{}, err
@@ -75,7 +79,10 @@ func WriteFile(binaryPath, tag, out string) (v1.Hash, error) {
 	if err != nil {
 		return v1.Hash{}, fmt.Errorf("tag %q: %w", tag, err)
 	}
-	img, err := Build(bin)
+	if !strings.HasPrefix(path, "/") || len(path) < 2 {
+		return v1.Hash{}, fmt.Errorf("path %q: want an absolute file path", path)
+	}
+	img, err := Build(bin, path)
 	if err != nil {
 		return v1.Hash{}, err
 	}

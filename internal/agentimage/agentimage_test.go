@@ -24,7 +24,7 @@ func TestImageTarball(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "image.tar")
-	d1, err := WriteFile(bin, "unitlet.dev/unitlet:test", out)
+	d1, err := WriteFile(bin, Path, "unitlet.dev/unitlet:test", out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func TestImageTarball(t *testing.T) {
 	if diff := cmp.Diff([]string{"unitlet"}, files); diff != "" {
 		t.Errorf("files (-want,+got):\n%s", diff)
 	}
-	d2, err := WriteFile(bin, "unitlet.dev/unitlet:test", out)
+	d2, err := WriteFile(bin, Path, "unitlet.dev/unitlet:test", out)
 	if err != nil || d1 != d2 {
 		t.Errorf("same binary, digests %s and %s (%v)", d1, d2, err)
 	}

@@ -1,18 +1,46 @@
 package join
 
 import (
+	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
-	"os/exec"
-	"os/user"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
-// LookupGroup resolves the socket group: a numeric gid is taken as it is
-// (a node whose group database the agent cannot read, as in a container,
-// is configured that way); a name is looked up in the node's database.
-func LookupGroup(spec string) (int, error) {
+// The range system groups are allocated from, top down, as Debian's
+// groupadd --system and systemd-sysusers do.
+const (
+	sysGIDMin = 100
+	sysGIDMax = 999
+)
+
+// lockWait bounds the wait for the group database's lock.
+const lockWait = 10 * time.Second
+
+// GroupDB is the node's group database: the files group and gshadow in
+// Dir, "/etc" on a host. In the DaemonSet's container the host's /etc is
+// mounted elsewhere, and the container's own /etc is not the node's, so the
+// agent reads and writes the files itself rather than through NSS or
+// groupadd (neither of which is in its image).
+type GroupDB struct{ Dir string }
+
+func (db GroupDB) dir() string {
+	if db.Dir == "" {
+		return "/etc"
+	}
+	return db.Dir
+}
+
+// Resolve returns the gid of spec: a numeric gid as it is, a name from
+// the database.
+func (db GroupDB) Resolve(spec string) (int, error) {
 	if spec == "" {
 		return -1, errors.New("no socket group configured (--socket-group)")
 	}
@@ -22,35 +50,142 @@ func LookupGroup(spec string) (int, error) {
 		}
 		return gid, nil
 	}
-	g, err := user.LookupGroup(spec)
+	groups, err := db.read()
 	if err != nil {
-		return -1, fmt.Errorf("%w: create it on the node (groupadd --system %s), or pass --socket-group=<gid>", err, spec)
+		return -1, err
 	}
-	return strconv.Atoi(g.Gid)
+	if gid, ok := groups[spec]; ok {
+		return gid, nil
+	}
+	return -1, fmt.Errorf("group %s is not in %s: the agent creates it once the node is approved (or create it: groupadd --system %s; or pass --socket-group=<gid>)",
+		spec, filepath.Join(db.dir(), "group"), spec)
 }
 
-// groupadd is the tool that creates a system group; a variable so a test
-// can point it elsewhere.
-var groupadd = "groupadd"
-
-// ensureGroup creates a named socket group that does not exist yet, as a
-// system group, with the node's own tool (it keeps the group database's
-// locks and shadow file right). A numeric gid or an existing group is left
-// as it is.
-func ensureGroup(spec string) error {
-	if _, err := LookupGroup(spec); err == nil || spec == "" {
-		return nil
+// Ensure creates a named group that the database lacks, as a system
+// group, and returns its gid. A numeric gid or an existing group is
+// returned as it is.
+func (db GroupDB) Ensure(spec string) (int, error) {
+	if gid, err := db.Resolve(spec); err == nil || spec == "" {
+		return gid, err
 	}
 	if _, err := strconv.Atoi(spec); err == nil {
+		return db.Resolve(spec)
+	}
+	unlock, err := db.lock()
+	if err != nil {
+		return -1, err
+	}
+	defer unlock()
+	groups, err := db.read() // again, under the lock
+	if err != nil {
+		return -1, err
+	}
+	if gid, ok := groups[spec]; ok {
+		return gid, nil
+	}
+	gid := freeGID(groups)
+	if gid < 0 {
+		return -1, fmt.Errorf("create group %s: no free system gid in %d-%d", spec, sysGIDMin, sysGIDMax)
+	}
+	if err := db.append("group", fmt.Sprintf("%s:x:%d:\n", spec, gid), false); err != nil {
+		return -1, err
+	}
+	if err := db.append("gshadow", spec+":!::\n", true); err != nil {
+		return -1, err
+	}
+	return gid, nil
+}
+
+// read parses the group file into name → gid.
+func (db GroupDB) read() (map[string]int, error) {
+	b, err := os.ReadFile(filepath.Join(db.dir(), "group"))
+	if err != nil {
+		return nil, fmt.Errorf("read the node's group database: %w", err)
+	}
+	groups := map[string]int{}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		f := strings.Split(sc.Text(), ":")
+		if len(f) < 3 {
+			continue
+		}
+		if gid, err := strconv.Atoi(f[2]); err == nil {
+			groups[f[0]] = gid
+		}
+	}
+	return groups, sc.Err()
+}
+
+func freeGID(groups map[string]int) int {
+	used := map[int]bool{}
+	for _, gid := range groups {
+		used[gid] = true
+	}
+	for gid := sysGIDMax; gid >= sysGIDMin; gid-- {
+		if !used[gid] {
+			return gid
+		}
+	}
+	return -1
+}
+
+// append writes file with line added, through a temporary file renamed
+// over it with the old file's mode and owner; optional: a missing file is
+// left missing.
+func (db GroupDB) append(file, line string, optional bool) error {
+	path := filepath.Join(db.dir(), file)
+	old, err := os.ReadFile(path)
+	if optional && errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
-	path, err := exec.LookPath(groupadd)
 	if err != nil {
-		return fmt.Errorf("create socket group %s: %w: install the passwd package, create the group, or pass --socket-group=<gid>", spec, err)
+		return err
 	}
-	out, err := exec.Command(path, "--system", spec).CombinedOutput()
+	fi, err := os.Stat(path)
 	if err != nil {
-		return fmt.Errorf("create socket group %s: %s: %w", spec, strings.TrimSpace(string(out)), err)
+		return err
+	}
+	if len(old) > 0 && old[len(old)-1] != '\n' {
+		old = append(old, '\n')
+	}
+	tmp := path + "+" // the name shadow's tools use for the same purpose
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, fi.Mode().Perm())
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(append(old, line...))
+	if st, ok := fi.Sys().(*unix.Stat_t); ok && err == nil {
+		err = f.Chown(int(st.Uid), int(st.Gid))
+	}
+	err = errors.Join(err, f.Chmod(fi.Mode().Perm()), f.Sync(), f.Close())
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
+}
+
+// lock takes the lock every shadow tool and systemd-sysusers take before
+// they change the database (lckpwdf: a write lock on .pwd.lock).
+func (db GroupDB) lock() (func(), error) {
+	f, err := os.OpenFile(filepath.Join(db.dir(), ".pwd.lock"), os.O_WRONLY|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("lock the node's group database: %w", err)
+	}
+	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: 0}
+	deadline := time.Now().Add(lockWait)
+	for {
+		err = unix.FcntlFlock(f.Fd(), unix.F_SETLK, &lk)
+		if err == nil {
+			return func() { _ = f.Close() }, nil // closing drops the lock
+		}
+		if time.Now().After(deadline) {
+			f.Close()
+			return nil, fmt.Errorf("lock the node's group database: held for %s: %w", lockWait, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

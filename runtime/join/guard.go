@@ -43,6 +43,8 @@ type Guard struct {
 	RunRoot    string
 	// SocketGroup names the group that owns run dirs and sockets.
 	SocketGroup string
+	// Groups is the node's group database, where SocketGroup is found.
+	Groups GroupDB
 	// Systemd: the unit backend is systemd, so its bus must answer.
 	Systemd bool
 	// BusAddress is the D-Bus address of systemd ("" is DefaultBusAddress).
@@ -143,7 +145,7 @@ func (g Guard) checkRoot(name, dir string) Check {
 }
 
 func (g Guard) checkSocketGroup() Check {
-	gid, err := LookupGroup(g.SocketGroup)
+	gid, err := g.Groups.Resolve(g.SocketGroup)
 	if err != nil {
 		return fail(CheckSocketGroup, err)
 	}

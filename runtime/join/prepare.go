@@ -23,8 +23,10 @@ func (g Guard) Prepare() error {
 			errs = append(errs, fmt.Errorf("create %s: %w", dir, err))
 		}
 	}
-	if err := ensureGroup(g.SocketGroup); err != nil {
-		errs = append(errs, err)
+	if g.SocketGroup != "" { // none configured: the check says so
+		if _, err := g.Groups.Ensure(g.SocketGroup); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	_, dirs, err := g.cgroupDirs()
 	if err != nil {

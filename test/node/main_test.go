@@ -53,6 +53,9 @@ var (
 	vm   *nodevm.VM
 	// agentArgs are the DaemonSet's arguments for this node.
 	agentArgs []string
+	// agentBinds are the DaemonSet's host paths mounted elsewhere in the
+	// container, as "host:container".
+	agentBinds []string
 	// probePort is the guest port of /healthz and /readyz.
 	probePort int
 )
@@ -65,7 +68,7 @@ func run(m *testing.M) int {
 	if err != nil {
 		return fail(err)
 	}
-	if agentArgs, probePort, err = daemonSetArgs(nodeName); err != nil {
+	if agentArgs, agentBinds, probePort, err = daemonSetArgs(nodeName); err != nil {
 		return fail(err)
 	}
 	if env, err = testenv.Start(); err != nil {
@@ -102,19 +105,23 @@ func run(m *testing.M) int {
 }
 
 // daemonSetArgs reads the agent container's arguments from the shipped
-// DaemonSet, with $(NODE_NAME) as the kubelet would expand it, and the
-// probe port they name.
-func daemonSetArgs(node string) ([]string, int, error) {
+// DaemonSet, with $(NODE_NAME) as the kubelet would expand it, the host
+// paths it mounts at another path, and the probe port.
+func daemonSetArgs(node string) (args, binds []string, port int, err error) {
 	raw, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "config", "manager", "daemonset.yaml"))
 	if err != nil {
-		return nil, 0, err
+		return nil, nil, 0, err
 	}
 	var ds appsv1.DaemonSet
 	if err := yaml.UnmarshalStrict(raw, &ds); err != nil {
-		return nil, 0, fmt.Errorf("config/manager/daemonset.yaml: %w", err)
+		return nil, nil, 0, fmt.Errorf("config/manager/daemonset.yaml: %w", err)
 	}
-	var args []string
-	port := 0
+	hostPaths := map[string]string{}
+	for _, v := range ds.Spec.Template.Spec.Volumes {
+		if v.HostPath != nil {
+			hostPaths[v.Name] = v.HostPath.Path
+		}
+	}
 	for _, c := range ds.Spec.Template.Spec.Containers {
 		if c.Name != "agent" {
 			continue
@@ -126,11 +133,16 @@ func daemonSetArgs(node string) ([]string, int, error) {
 			}
 			args = append(args, a)
 		}
+		for _, m := range c.VolumeMounts {
+			if h, ok := hostPaths[m.Name]; ok && h != m.MountPath {
+				binds = append(binds, h+":"+m.MountPath)
+			}
+		}
 	}
 	if len(args) == 0 || port == 0 {
-		return nil, 0, fmt.Errorf("no agent container with a probe port in config/manager/daemonset.yaml")
+		return nil, nil, 0, fmt.Errorf("no agent container with a probe port in config/manager/daemonset.yaml")
 	}
-	return args, port, nil
+	return args, binds, port, nil
 }
 
 // agentCredentials makes the agent's user, bound to the shipped
@@ -192,15 +204,22 @@ func installAgent(ctx context.Context, exe string, kubeconfig []byte) error {
 	if err := vm.WriteFile(ctx, agentKubeconfig, kubeconfig, 0o600); err != nil {
 		return err
 	}
+	// The container's view of host paths mounted elsewhere is the
+	// service's own mount namespace; everything it hands systemd stays a
+	// host path, as in the pod.
+	binds := ""
+	for _, b := range agentBinds {
+		binds += "BindPaths=" + b + "\n"
+	}
 	unit := fmt.Sprintf(`[Unit]
 Description=unitlet agent, as the DaemonSet runs it
 After=network-online.target dbus.service
 
 [Service]
 ExecStart=%s %s --kubeconfig=%s
-Restart=always
+%sRestart=always
 RestartSec=1
-`, agentBinary, strings.Join(agentArgs, " "), agentKubeconfig)
+`, agentBinary, strings.Join(agentArgs, " "), agentKubeconfig, binds)
 	if err := vm.WriteFile(ctx, "/etc/systemd/system/"+agentService, []byte(unit), 0o644); err != nil {
 		return err
 	}

@@ -1,0 +1,226 @@
+// Package cluster starts a one-node Kubernetes cluster for tests: the
+// kube-apiserver and etcd (through envtest), kube-controller-manager and
+// kube-scheduler on this machine's loopback, and a kubelet with containerd,
+// runc and the CNI plugins inside the Debian node VM (internal/nodevm),
+// systemd as its PID 1: the shape of a user's node. Images come from
+// tarballs imported into containerd; no registry is reachable.
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/unitlet/unitlet/internal/nodevm"
+	"github.com/unitlet/unitlet/internal/scheme"
+	"github.com/unitlet/unitlet/internal/testenv"
+)
+
+// NodeName is the VM's hostname and its Node's name.
+const NodeName = "unitlet-node"
+
+// serviceIP is the kubernetes Service's ClusterIP (the first address of
+// envtest's service range): pods reach the API server there.
+var serviceIP = net.IPv4(10, 0, 0, 1)
+
+// Options configure a cluster.
+type Options struct {
+	// Images are image tarballs imported into the node's containerd.
+	Images []string
+	// Forward lists guest ports reachable from this machine's loopback.
+	Forward []int
+}
+
+// Cluster is a running one-node cluster.
+type Cluster struct {
+	Env    *envtest.Environment
+	Client client.Client
+	// Kubeconfig is an admin kubeconfig file for kubectl.
+	Kubeconfig string
+	VM         *nodevm.VM
+	dir        string
+	procs      []proc
+}
+
+// proc is a control-plane process and the channel closed when it exits.
+type proc struct {
+	cmd    *exec.Cmd
+	exited chan struct{}
+}
+
+// Start brings the cluster up and waits for its Node to be Ready.
+func Start(ctx context.Context, o Options) (c *Cluster, err error) {
+	c = &Cluster{}
+	defer func() {
+		if err != nil {
+			c.Stop()
+			c = nil
+		}
+	}()
+	if c.dir, err = os.MkdirTemp("", "unitlet-cluster-"); err != nil {
+		return nil, err
+	}
+	pkiDir := filepath.Join(c.dir, "pki")
+	if err := os.Mkdir(pkiDir, 0o700); err != nil {
+		return nil, err
+	}
+	caPEM, err := pki(pkiDir, []net.IP{net.ParseIP(nodevm.GuestHostAddr), serviceIP})
+	if err != nil {
+		return nil, fmt.Errorf("pki: %w", err)
+	}
+	if err := c.startControlPlane(pkiDir, caPEM); err != nil {
+		return nil, err
+	}
+	if c.VM, err = nodevm.Boot(ctx, nodevm.Options{Forward: o.Forward, MemoryMiB: 3072}); err != nil {
+		return nil, err
+	}
+	if err := c.joinNode(ctx, caPEM, o.Images); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Cluster) startControlPlane(pkiDir string, caPEM []byte) error {
+	api := &envtest.APIServer{CertDir: pkiDir}
+	api.SecureServing.CA = caPEM
+	api.Configure().
+		// The kubelet is authorized as a node, the agent by RBAC.
+		Set("authorization-mode", "Node,RBAC").
+		// envtest disables ServiceAccount admission (no controller makes
+		// the default ServiceAccounts there); here one runs, and pods
+		// need their projected tokens.
+		Set("disable-admission-plugins", "StorageObjectInUseProtection").
+		Set("enable-admission-plugins", "NodeRestriction").
+		Set("service-account-issuer", "https://kubernetes.default.svc").
+		Set("api-audiences", "https://kubernetes.default.svc")
+	assets := filepath.Join(testenv.RepoRoot(), "bin")
+	c.Env = &envtest.Environment{
+		CRDDirectoryPaths:     []string{filepath.Join(testenv.RepoRoot(), "config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true,
+		BinaryAssetsDirectory: assets,
+		ControlPlane:          envtest.ControlPlane{APIServer: api},
+	}
+	for _, b := range []string{"kube-apiserver", "etcd", "kube-controller-manager", "kube-scheduler", "kubelet"} {
+		if _, err := os.Stat(filepath.Join(assets, b)); err != nil {
+			return fmt.Errorf("%s missing in %s (run `make cluster-binaries`): %w", b, assets, err)
+		}
+	}
+	cfg, err := c.Env.Start()
+	if err != nil {
+		return fmt.Errorf("start control plane: %w", err)
+	}
+	if c.Client, err = client.New(cfg, client.Options{Scheme: scheme.New()}); err != nil {
+		return err
+	}
+	admin, err := c.Env.AddUser(envtest.User{Name: "cluster-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return err
+	}
+	kc, err := admin.KubeConfig()
+	if err != nil {
+		return err
+	}
+	c.Kubeconfig = filepath.Join(c.dir, "admin.kubeconfig")
+	if err := os.WriteFile(c.Kubeconfig, kc, 0o600); err != nil {
+		return err
+	}
+	common := []string{"--kubeconfig=" + c.Kubeconfig, "--leader-elect=false", "--bind-address=127.0.0.1"}
+	if err := c.run("kube-controller-manager", append(common, "--secure-port=0",
+		"--root-ca-file="+filepath.Join(pkiDir, "ca.crt"),
+		"--service-account-private-key-file="+filepath.Join(pkiDir, "sa-signer.key"))...); err != nil {
+		return err
+	}
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	return c.run("kube-scheduler", append(common, "--secure-port="+strconv.Itoa(port))...)
+}
+
+// run starts a control-plane binary from bin/, its log beside the pki.
+func (c *Cluster) run(name string, args ...string) error {
+	log, err := os.Create(filepath.Join(c.dir, name+".log"))
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(filepath.Join(testenv.RepoRoot(), "bin", name), args...)
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %s: %w", name, err)
+	}
+	p := proc{cmd: cmd, exited: make(chan struct{})}
+	go func() { _ = cmd.Wait(); log.Close(); close(p.exited) }()
+	c.procs = append(c.procs, p)
+	return nil
+}
+
+// Log is the tail of a control-plane process's log, for failures.
+func (c *Cluster) Log(name string, lines int) string {
+	b, _ := os.ReadFile(filepath.Join(c.dir, name+".log"))
+	l := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(l) > lines {
+		l = l[len(l)-lines:]
+	}
+	return strings.Join(l, "\n")
+}
+
+// Stop powers the node off and stops the control plane.
+func (c *Cluster) Stop() {
+	if c.VM != nil {
+		c.VM.Close()
+	}
+	for _, p := range c.procs {
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	}
+	for _, p := range c.procs {
+		select {
+		case <-p.exited:
+		case <-time.After(5 * time.Second):
+			_ = p.cmd.Process.Kill()
+			<-p.exited
+		}
+	}
+	if c.Env != nil {
+		_ = c.Env.Stop()
+	}
+	if c.dir != "" {
+		_ = os.RemoveAll(c.dir)
+	}
+}
+
+// guestKubeconfig rewrites a kubeconfig to reach the API server from the
+// guest, trusting ca.
+func guestKubeconfig(kc, ca []byte) ([]byte, error) {
+	cfg, err := clientcmd.Load(kc)
+	if err != nil {
+		return nil, err
+	}
+	for _, cl := range cfg.Clusters {
+		u := cl.Server
+		u = strings.Replace(u, "127.0.0.1", nodevm.GuestHostAddr, 1)
+		u = strings.Replace(u, "localhost", nodevm.GuestHostAddr, 1)
+		cl.Server, cl.CertificateAuthorityData, cl.TLSServerName = u, ca, ""
+	}
+	return clientcmd.Write(*cfg)
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
