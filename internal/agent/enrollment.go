@@ -69,7 +69,7 @@ func setupEnrollment(mgr ctrl.Manager, opts Options, log logr.Logger, j joining)
 		log.Info("enrollment not required: hosting at once, without an approved Enrollment (single dev machine only)")
 		opts.Gate = hostgate.Always{}
 		metrics.SetMode(metrics.ModeHosting)
-		if err := mgr.Add(&probeServer{addr: opts.ProbeAddr, ready: func() error { return nil }}); err != nil {
+		if err := mgr.Add(&probeServer{addr: opts.ProbeAddr, ready: func() error { return nil }, hosting: func() error { return nil }}); err != nil {
 			return err
 		}
 		return j.setupHosting(mgr, opts)
@@ -83,7 +83,7 @@ func setupEnrollment(mgr ctrl.Manager, opts Options, log logr.Logger, j joining)
 		return fmt.Errorf("enrollment client: %w", err)
 	}
 	g := guardFor(opts)
-	id, err := join.ReadIdentity()
+	id, err := join.ReadIdentity(opts.HostEtc)
 	if err != nil {
 		log.Error(err, "node identity incomplete; the Enrollment reports what could be read")
 	}
@@ -100,7 +100,7 @@ func setupEnrollment(mgr ctrl.Manager, opts Options, log logr.Logger, j joining)
 		log:          log.WithName("joining").WithValues("node", opts.NodeName),
 	}
 	l.approvals = newApprovalWatch(c, opts.NodeName, j.clock, l.log)
-	if err := mgr.Add(&probeServer{addr: opts.ProbeAddr, ready: l.ready}); err != nil {
+	if err := mgr.Add(&probeServer{addr: opts.ProbeAddr, ready: l.ready, hosting: l.hosting}); err != nil {
 		return err
 	}
 	return mgr.Add(l)
@@ -239,9 +239,22 @@ func (l *enrollmentLoop) decision() join.Decision {
 	return l.current
 }
 
-// ready is the readiness check: it fails, naming the stage, while the
-// node accepts no new work. Liveness is not affected.
+// ready is the readiness check: the agent works once it has read its
+// Enrollment and reported to it. Whether the node may host is the
+// Enrollment's and the mode metric's to say, not readiness': a node
+// awaiting approval must not hold up a DaemonSet's rollout.
 func (l *enrollmentLoop) ready() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.known {
+		return errors.New("joining: the Enrollment has not been read yet")
+	}
+	return nil
+}
+
+// hosting fails, naming the stage, while the node accepts no new work
+// (/hostingz). Liveness and readiness are not affected.
+func (l *enrollmentLoop) hosting() error {
 	l.mu.Lock()
 	d, known := l.current, l.known
 	l.mu.Unlock()

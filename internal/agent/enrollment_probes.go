@@ -10,13 +10,14 @@ import (
 )
 
 // probeServer answers the kubelet's (or a load balancer's) probes:
-// /healthz is 200 while the process serves; /readyz is 200 while the node
-// accepts new work and 503 naming the stage otherwise. It replaces the
+// /healthz is 200 while the process serves; /readyz is 200 once the agent
+// has reached the API server and reported its node; /hostingz is 200 while
+// the node accepts new work and 503 naming the stage otherwise. It replaces the
 // manager's probe server, whose failing checks answer 500 and withhold
 // the reason.
 type probeServer struct {
-	addr  string
-	ready func() error
+	addr           string
+	ready, hosting func() error
 }
 
 // NeedLeaderElection is false: every agent answers its own probes.
@@ -26,13 +27,8 @@ func (p *probeServer) NeedLeaderElection() bool { return false }
 func (p *probeServer) Start(ctx context.Context) error {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if err := p.ready(); err != nil {
-			http.Error(w, err.Error(), http.StatusServiceUnavailable)
-			return
-		}
-		fmt.Fprintln(w, "ok")
-	})
+	mux.HandleFunc("/readyz", check(p.ready))
+	mux.HandleFunc("/hostingz", check(p.hosting))
 	l, err := net.Listen("tcp", p.addr)
 	if err != nil {
 		return fmt.Errorf("probe endpoint %s: %w", p.addr, err)
@@ -48,4 +44,15 @@ func (p *probeServer) Start(ctx context.Context) error {
 		return err
 	}
 	return nil
+}
+
+// check answers 200, or 503 with the check's error.
+func check(f func() error) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		if err := f(); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	}
 }

@@ -142,19 +142,22 @@ func (a *testAgent) get(path string) (int, string, error) {
 	return resp.StatusCode, string(b), nil
 }
 
-// expectStage waits until readiness answers code (naming stage when not
-// ready), liveness answers 200 and the Enrollment's
+// expectStage waits until /hostingz answers code (naming stage when not
+// hosting), readiness and liveness answer 200 and the Enrollment's
 // Hosting condition has stage as its reason.
 func (a *testAgent) expectStage(t *testing.T, code int, stage join.Stage) *hostingv1alpha1.Enrollment {
 	t.Helper()
 	var enr hostingv1alpha1.Enrollment
 	eventually(t, fmt.Sprintf("stage %s, readiness %d", stage, code), func() error {
-		got, body, err := a.get("/readyz")
+		got, body, err := a.get("/hostingz")
 		if err != nil || got != code {
-			return fmt.Errorf("/readyz = %d %q, %v; want %d", got, body, err, code)
+			return fmt.Errorf("/hostingz = %d %q, %v; want %d", got, body, err, code)
 		}
 		if code != http.StatusOK && !strings.Contains(body, string(stage)) {
-			return fmt.Errorf("/readyz = %q, want the stage %s", body, stage)
+			return fmt.Errorf("/hostingz = %q, want the stage %s", body, stage)
+		}
+		if got, body, err := a.get("/readyz"); err != nil || got != http.StatusOK {
+			return fmt.Errorf("/readyz = %d %q, %v; readiness is 200 in every stage once reported", got, body, err)
 		}
 		if got, _, err := a.get("/healthz"); err != nil || got != http.StatusOK {
 			return fmt.Errorf("/healthz = %d, %v; liveness must stay 200", got, err)
@@ -238,7 +241,7 @@ func TestModeFlow(t *testing.T) {
 	if enr.Status.Mode != hostingv1alpha1.ModeJoining || !strings.HasPrefix(condStatus(enr, hostingv1alpha1.ConditionGuardArmed), "False/GuardCheckFailed:") || !strings.Contains(condStatus(enr, hostingv1alpha1.ConditionGuardArmed), "StateRoot:") {
 		t.Errorf("joining Enrollment: mode %q, GuardArmed %s", enr.Status.Mode, condStatus(enr, hostingv1alpha1.ConditionGuardArmed))
 	}
-	id, _ := join.ReadIdentity()
+	id, _ := join.ReadIdentity("")
 	if enr.Status.MachineID != id.MachineID || enr.Status.BootID != id.BootID || enr.Status.Kernel != id.Kernel ||
 		enr.Status.Platform != id.Platform || enr.Status.AgentVersion != Version || enr.Status.UnitBackend != BackendDirect ||
 		enr.Status.CgroupMode == "" || len(enr.Status.Checks) != 5 {

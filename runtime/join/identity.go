@@ -3,15 +3,18 @@ package join
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 
 	"golang.org/x/sys/unix"
 )
 
-// Files the identity is read from.
+// Files the identity is read from: machine-id below the node's /etc (in
+// the DaemonSet's container, the host's, mounted elsewhere; the image has
+// none), boot_id from the kernel, which a container shares with its host.
 const (
-	MachineIDFile = "/etc/machine-id"
+	MachineIDFile = "machine-id"
 	BootIDFile    = "/proc/sys/kernel/random/boot_id"
 )
 
@@ -25,9 +28,13 @@ type Identity struct {
 	Kernel string
 }
 
-// ReadIdentity reads the node's identity. A part it cannot read is left
-// empty and named in the error; the rest is still returned.
-func ReadIdentity() (Identity, error) {
+// ReadIdentity reads the node's identity, its machine ID from hostEtc
+// ("" is /etc). A part it cannot read is left empty and named in the
+// error; the rest is still returned.
+func ReadIdentity(hostEtc string) (Identity, error) {
+	if hostEtc == "" {
+		hostEtc = "/etc"
+	}
 	id := Identity{Platform: runtime.GOOS + "-" + runtime.GOARCH}
 	var errs []string
 	read := func(path string) string {
@@ -38,7 +45,7 @@ func ReadIdentity() (Identity, error) {
 		}
 		return strings.TrimSpace(string(b))
 	}
-	id.MachineID = read(MachineIDFile)
+	id.MachineID = read(filepath.Join(hostEtc, MachineIDFile))
 	id.BootID = read(BootIDFile)
 	var u unix.Utsname
 	if err := unix.Uname(&u); err != nil {

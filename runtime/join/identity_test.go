@@ -10,18 +10,34 @@ import (
 )
 
 func TestReadIdentity(t *testing.T) {
-	id, err := ReadIdentity()
+	id, err := ReadIdentity("")
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := Identity{
-		MachineID: readTrimmed(t, MachineIDFile),
+		MachineID: readTrimmed(t, "/etc/machine-id"),
 		BootID:    readTrimmed(t, BootIDFile),
 		Platform:  runtime.GOOS + "-" + runtime.GOARCH,
 		Kernel:    strings.Fields(readTrimmed(t, "/proc/version"))[2],
 	}
 	if diff := cmp.Diff(want, id); diff != "" {
 		t.Errorf("identity (-want,+got):\n%s", diff)
+	}
+}
+
+// In a container the node's /etc is mounted elsewhere: the machine ID is
+// the host's, not the image's (which has none).
+func TestReadIdentityBelowHostEtc(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(dir+"/machine-id", []byte("0123456789abcdef0123456789abcdef\n"), 0o444); err != nil {
+		t.Fatal(err)
+	}
+	id, err := ReadIdentity(dir)
+	if err != nil || id.MachineID != "0123456789abcdef0123456789abcdef" {
+		t.Fatalf("ReadIdentity(%s) = %+v, %v", dir, id, err)
+	}
+	if _, err := ReadIdentity(t.TempDir()); err == nil || !strings.Contains(err.Error(), "machine-id") {
+		t.Errorf("no machine-id: %v, want it named", err)
 	}
 }
 

@@ -1,7 +1,6 @@
 package node
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -12,16 +11,7 @@ import (
 )
 
 // guest runs a script in the guest, failing t when it fails.
-func guest(t testing.TB, script string) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	out, err := vm.Run(ctx, script)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return strings.TrimSpace(out)
-}
+func guest(t testing.TB, script string) string { t.Helper(); return vm.MustRun(t, script) }
 
 func eventually(t testing.TB, what string, limit time.Duration, cond func() (bool, string)) {
 	t.Helper()
@@ -30,9 +20,12 @@ func eventually(t testing.TB, what string, limit time.Duration, cond func() (boo
 
 // readyz is the agent's /readyz status code through the forwarded port,
 // or 0 while nothing answers.
-func readyz() int {
+func readyz() int { return probe("/readyz") }
+
+// probe is the status code of one of the agent's probe paths.
+func probe(path string) int {
 	c := &http.Client{Timeout: 3 * time.Second}
-	resp, err := c.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", vm.HostPort(probePort)))
+	resp, err := c.Get(fmt.Sprintf("http://127.0.0.1:%d%s", vm.HostPort(probePort), path))
 	if err != nil {
 		return 0
 	}
@@ -61,44 +54,6 @@ class C(http.client.HTTPConnection):
         self.sock = socket.socket(socket.AF_UNIX); self.sock.connect(%q)
 c = C("app"); c.request("GET", %q); print(c.getresponse().read().decode(), end="")
 EOF`, sock, path))
-}
-
-// startNginx fronts the stable socket in the guest, as a node's proxy
-// would: its workers are www-data in the socket group, not root, and it
-// never retries, so each failed connect counts.
-func startNginx(t testing.TB, socket string) {
-	t.Helper()
-	conf := fmt.Sprintf(`daemon off;
-user www-data unitlet;
-worker_processes 2;
-pid /run/test-nginx.pid;
-error_log /run/test-nginx.err warn;
-events { worker_connections 1024; }
-http {
-  access_log off;
-  upstream app { server unix:%s; }
-  server {
-    listen %d;
-    location / { proxy_pass http://app; proxy_next_upstream off; }
-  }
-}
-`, socket, frontPort)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := vm.WriteFile(ctx, "/etc/unitlet-test/nginx.conf", []byte(conf), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	guest(t, "systemd-run --unit=test-nginx --collect nginx -c /etc/unitlet-test/nginx.conf")
-	t.Cleanup(func() { guest(t, "systemctl stop test-nginx || true") })
-	c := &http.Client{Timeout: 5 * time.Second}
-	eventually(t, "nginx answering", time.Minute, func() (bool, string) {
-		resp, err := c.Get(fmt.Sprintf("http://127.0.0.1:%d/", vm.HostPort(frontPort)))
-		if err != nil {
-			return false, err.Error()
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, resp.Status
-	})
 }
 
 // hold is a process the agent cannot kill, in a cgroup of the guest: it

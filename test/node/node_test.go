@@ -44,9 +44,10 @@ func TestNode(t *testing.T) {
 }
 
 func join(t *testing.T) {
-	eventually(t, "/readyz answering 503 while the node joins", 3*time.Minute, func() (bool, string) {
-		c := readyz()
-		return c == http.StatusServiceUnavailable, fmt.Sprintf("status %d", c)
+	// Ready (the agent works, a rollout may go on) yet not hosting.
+	eventually(t, "/readyz 200 and /hostingz 503 while the node joins", 3*time.Minute, func() (bool, string) {
+		r, h := readyz(), probe("/hostingz")
+		return r == http.StatusOK && h == http.StatusServiceUnavailable, fmt.Sprintf("readyz %d, hostingz %d", r, h)
 	})
 	enr := &v1.Enrollment{}
 	eventually(t, "the node's Enrollment with its identity and checks", time.Minute, func() (bool, string) {
@@ -77,8 +78,8 @@ func join(t *testing.T) {
 		_ = k8s.Get(context.Background(), client.ObjectKey{Name: nodeName}, enr)
 		return meta.IsStatusConditionTrue(enr.Status.Conditions, v1.ConditionHosting), testutil.Conditions(enr.Status.Conditions)
 	})
-	eventually(t, "/readyz 200", time.Minute, func() (bool, string) {
-		c := readyz()
+	eventually(t, "/hostingz 200", time.Minute, func() (bool, string) {
+		c := probe("/hostingz")
 		return c == http.StatusOK, fmt.Sprintf("status %d", c)
 	})
 	// The agent made the socket group it was told to use.
@@ -107,7 +108,7 @@ func applyReady(t *testing.T) {
 
 func overlapUnderLoad(t *testing.T) {
 	inst := kube.Instance(t, "shop")
-	startNginx(t, inst.Status.Socket)
+	vm.Front(t, inst.Status.Socket, "unitlet", frontPort)
 	addr := fmt.Sprintf("127.0.0.1:%d", vm.HostPort(frontPort))
 	stop := make(chan struct{})
 	done := make(chan *testutil.Load)

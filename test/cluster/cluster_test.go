@@ -1,0 +1,252 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/unitlet/unitlet/api/v1alpha1"
+	"github.com/unitlet/unitlet/internal/agentimage"
+	"github.com/unitlet/unitlet/internal/cluster"
+	"github.com/unitlet/unitlet/internal/testenv"
+	"github.com/unitlet/unitlet/internal/testutil"
+)
+
+// TestDaemonSet installs unitlet from config/default and walks the node
+// through a user's first hour, in order.
+func TestDaemonSet(t *testing.T) {
+	steps := []struct {
+		name string
+		run  func(t *testing.T)
+	}{
+		{"install: the agent pod runs, the node joins", install},
+		{"approve: the samples serve", approveAndServe},
+		{"swap: a template edit under load, 0 failed requests", swapUnderLoad},
+		{"rollout: a new agent image restarts no app", rollout},
+		{"delete: an Instance leaves nothing on the node", deleteOne},
+		{"uninstall: Instances first, then config/default", uninstall},
+	}
+	for _, s := range steps {
+		started := time.Now()
+		ok := t.Run(s.name, s.run)
+		fmt.Printf("test/cluster: %-50s %s\n", s.name, time.Since(started).Round(100*time.Millisecond))
+		if !ok {
+			t.Fatalf("%q failed; the later steps need its state", s.name)
+		}
+	}
+}
+
+func install(t *testing.T) {
+	manifests := kustomize(t, "config/default")
+	kubectlIn(t, manifests, "apply", "--server-side", "-f", "-")
+	// Ready means the agent works: the rollout completes before any
+	// approval.
+	kubectl(t, "rollout", "status", "-n", "unitlet-system", "ds/unitlet-agent", "--timeout=6m")
+	var pod corev1.Pod
+	eventually(t, "the agent pod Running on "+cluster.NodeName, 6*time.Minute, func() (bool, string) {
+		var pods corev1.PodList
+		if err := k8s.List(context.Background(), &pods, client.InNamespace("unitlet-system")); err != nil || len(pods.Items) == 0 {
+			return false, fmt.Sprint("no pod ", err)
+		}
+		pod = pods.Items[0]
+		return pod.Status.Phase == corev1.PodRunning, podState(&pod)
+	})
+	enr := &v1.Enrollment{}
+	eventually(t, "the node's Enrollment with its checks", 3*time.Minute, func() (bool, string) {
+		err := k8s.Get(context.Background(), client.ObjectKey{Name: cluster.NodeName}, enr)
+		return err == nil && enr.Status.MachineID != "" && len(enr.Status.Checks) > 0, fmt.Sprintf("%v %+v", err, enr.Status)
+	})
+	if enr.Spec.Approved {
+		t.Fatal("the Enrollment came approved")
+	}
+	t.Logf("checks before approval: %+v", enr.Status.Checks)
+}
+
+func approveAndServe(t *testing.T) {
+	kubectl(t, "patch", "enr", cluster.NodeName, "--type=merge", "-p", `{"spec":{"approved":true}}`)
+	enr := &v1.Enrollment{}
+	eventually(t, "Hosting=True", 3*time.Minute, func() (bool, string) {
+		_ = k8s.Get(context.Background(), client.ObjectKey{Name: cluster.NodeName}, enr)
+		return meta.IsStatusConditionTrue(enr.Status.Conditions, v1.ConditionHosting),
+			testutil.Conditions(enr.Status.Conditions) + fmt.Sprintf(" %+v", enr.Status.Checks)
+	})
+	for _, f := range []string{"hosting_v1alpha1_instance_overlap.yaml", "hosting_v1alpha1_instance_replace.yaml"} {
+		inst := testutil.Sample(t, f, cluster.NodeName)
+		if err := k8s.Create(context.Background(), inst); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kubectl(t, "wait", "--for=condition=Ready", "--timeout=180s", "inst/shop", "inst/ledger")
+}
+
+func swapUnderLoad(t *testing.T) {
+	inst := kube.Instance(t, "shop")
+	c.VM.Front(t, inst.Status.Socket, "unitlet", frontPort)
+	stop := make(chan struct{})
+	done := make(chan *testutil.Load)
+	go func() {
+		done <- testutil.RunLoad(fmt.Sprintf("127.0.0.1:%d", c.VM.HostPort(frontPort)), 4, 500, 5*time.Minute, stop)
+	}()
+	time.Sleep(2 * time.Second)
+	kube.UpdateInstance(t, "shop", time.Minute, func(i *v1.Instance) { i.Spec.Template.Env[0].Value = "shop-v2.example.com" })
+	kube.WaitServing(t, "shop", 2)
+	eventually(t, "generation 1 proven gone", 2*time.Minute, func() (bool, string) {
+		g := kube.Generation(t, "shop", 1)
+		return meta.IsStatusConditionTrue(g.Status.Conditions, v1.ConditionTerminated), testutil.Conditions(g.Status.Conditions)
+	})
+	close(stop)
+	l := <-done
+	fmt.Printf("test/cluster: swap: %d requests, %d failed, by answer: %v\n", l.Total(), l.Failed.Load(), l.Bodies())
+	if l.Failed.Load() != 0 {
+		t.Fatalf("%d of %d requests failed during the swap; first: %v", l.Failed.Load(), l.Total(), l.FirstErr())
+	}
+}
+
+// rollout moves the DaemonSet to another image: the agent pod is
+// replaced, the apps keep running (same main pids and invocations) and
+// are adopted by the new agent.
+func rollout(t *testing.T) {
+	before := []*v1.Generation{kube.Generation(t, "shop", 2), kube.Generation(t, "ledger", 1)}
+	tar := filepath.Join(t.TempDir(), "next.tar")
+	if _, err := agentimage.WriteFile(filepath.Join(testenv.RepoRoot(), "bin", "unitlet-static"), agentimage.Path, nextImage, tar); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(tar)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.VM.WriteFile(context.Background(), "/var/tmp/next.tar", b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.VM.MustRun(t, "ctr -n k8s.io images import /var/tmp/next.tar && rm /var/tmp/next.tar")
+	oldPod := agentPod(t).Name
+	kubectl(t, "set", "image", "-n", "unitlet-system", "ds/unitlet-agent", "agent="+nextImage, "install-binary="+nextImage)
+	kubectl(t, "rollout", "status", "-n", "unitlet-system", "ds/unitlet-agent", "--timeout=6m")
+	eventually(t, "one agent pod, on the new image", 2*time.Minute, func() (bool, string) {
+		var pods corev1.PodList
+		if err := k8s.List(context.Background(), &pods, client.InNamespace("unitlet-system")); err != nil || len(pods.Items) != 1 {
+			return false, fmt.Sprint(len(pods.Items), " pods ", err)
+		}
+		p := pods.Items[0]
+		return p.Name != oldPod && p.Spec.Containers[0].Image == nextImage && p.Status.Phase == corev1.PodRunning, podState(&p)
+	})
+	for _, g := range before {
+		now := kube.Generation(t, g.Spec.Instance, g.Spec.Number)
+		if now.Status.MainPID != g.Status.MainPID || now.Status.InvocationID != g.Status.InvocationID {
+			t.Errorf("%s restarted: pid %d invocation %s, was %d %s", g.Name, now.Status.MainPID, now.Status.InvocationID, g.Status.MainPID, g.Status.InvocationID)
+		}
+	}
+	// The new agent has adopted them: a template edit is carried out.
+	kube.UpdateInstance(t, "ledger", time.Minute, func(i *v1.Instance) { i.Spec.Template.Args = append(i.Spec.Template.Args, "v2") })
+	kube.WaitServing(t, "ledger", 2)
+	kube.WaitServing(t, "shop", 2)
+}
+
+func deleteOne(t *testing.T) {
+	kube.DeleteAndWait(t, "ledger", 3*time.Minute)
+	leftOnNode(t, "ledger")
+}
+
+// uninstall removes what config/default installed, in the order the
+// README gives: the Instances first, while the agent runs to release their
+// finalizers, then the rest.
+func uninstall(t *testing.T) {
+	kubectl(t, "delete", "inst", "--all", "--all-namespaces", "--timeout=180s")
+	leftOnNode(t, "shop")
+	kubectlIn(t, kustomize(t, "config/default"), "delete", "--ignore-not-found", "--timeout=180s", "-f", "-")
+	eventually(t, "the agent pod gone", 3*time.Minute, func() (bool, string) {
+		var pods corev1.PodList
+		err := k8s.List(context.Background(), &pods, client.InNamespace("unitlet-system"))
+		return err == nil && len(pods.Items) == 0, fmt.Sprint(len(pods.Items), " pods ", err)
+	})
+}
+
+// leftOnNode fails t when anything of the Instance name is left on the
+// node: a unit, a cgroup, a run or data directory.
+func leftOnNode(t *testing.T, name string) {
+	t.Helper()
+	for what, script := range map[string]string{
+		"units":   "systemctl list-units --all --plain --no-legend 'unitlet-default-" + name + "*' || true",
+		"cgroups": "find /sys/fs/cgroup -name 'unitlet-default-" + name + "*' -type d",
+		"dirs":    "ls -d /run/unitlet/default/" + name + " /var/lib/unitlet/instances/default/" + name + " 2>/dev/null || true",
+	} {
+		if out := c.VM.MustRun(t, script); out != "" {
+			t.Errorf("%s of %s left on the node:\n%s", what, name, out)
+		}
+	}
+}
+
+func agentPod(t testing.TB) corev1.Pod {
+	t.Helper()
+	var pods corev1.PodList
+	if err := k8s.List(context.Background(), &pods, client.InNamespace("unitlet-system")); err != nil || len(pods.Items) != 1 {
+		t.Fatalf("agent pods: %d, %v", len(pods.Items), err)
+	}
+	return pods.Items[0]
+}
+
+// nextImage is the tag a rollout moves the DaemonSet to.
+const nextImage = "unitlet.dev/unitlet:rollout"
+
+func podState(p *corev1.Pod) string {
+	s := string(p.Status.Phase)
+	for _, cs := range append(p.Status.InitContainerStatuses, p.Status.ContainerStatuses...) {
+		switch {
+		case cs.State.Waiting != nil:
+			s += fmt.Sprintf(" %s waiting %s: %s", cs.Name, cs.State.Waiting.Reason, cs.State.Waiting.Message)
+		case cs.State.Terminated != nil:
+			s += fmt.Sprintf(" %s terminated %s (%d): %s", cs.Name, cs.State.Terminated.Reason, cs.State.Terminated.ExitCode, cs.State.Terminated.Message)
+		}
+	}
+	for _, cond := range p.Status.Conditions {
+		if cond.Status != corev1.ConditionTrue {
+			s += fmt.Sprintf(" %s=%s %s", cond.Type, cond.Status, cond.Message)
+		}
+	}
+	return s
+}
+
+func eventually(t testing.TB, what string, limit time.Duration, cond func() (bool, string)) {
+	t.Helper()
+	testutil.Eventually(t, what, limit, pollEvery, cond)
+}
+
+// kustomize renders a kustomization of the checkout, as a user would.
+func kustomize(t testing.TB, dir string) []byte {
+	t.Helper()
+	root := testenv.RepoRoot()
+	cmd := exec.Command("go", "tool", "-modfile="+filepath.Join(root, "hack", "tools", "go.mod"), "kustomize", "build", dir)
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("kustomize build %s: %v", dir, err)
+	}
+	return out
+}
+
+func kubectl(t testing.TB, args ...string) string { t.Helper(); return kubectlIn(t, nil, args...) }
+
+// kubectlIn runs bin/kubectl as the cluster's administrator.
+func kubectlIn(t testing.TB, stdin []byte, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(testenv.RepoRoot(), "bin", "kubectl"), append([]string{"--kubeconfig", c.Kubeconfig}, args...)...)
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("kubectl %s: %v\n%s%s", strings.Join(args, " "), err, out.String(), errb.String())
+	}
+	return out.String()
+}

@@ -1,0 +1,71 @@
+// Package cluster deploys unitlet the way users do: `kustomize build
+// config/default | kubectl apply`, the agent image built by `make image`,
+// on a one-node cluster whose kubelet, containerd and runc run in the
+// Debian node VM (internal/cluster), with systemd as the node's PID 1.
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/unitlet/unitlet/internal/cluster"
+	"github.com/unitlet/unitlet/internal/testenv"
+	"github.com/unitlet/unitlet/internal/testutil"
+)
+
+// frontPort is nginx's port in the guest.
+const frontPort = 8088
+
+// pollEvery is how often waits look again.
+const pollEvery = 500 * time.Millisecond
+
+var (
+	c    *cluster.Cluster
+	k8s  client.Client
+	kube testutil.API
+)
+
+func TestMain(m *testing.M) { os.Exit(run(m)) }
+
+func run(m *testing.M) int {
+	fail := func(err error) int { fmt.Fprintln(os.Stderr, "test/cluster:", err); return 1 }
+	if os.Geteuid() != 0 {
+		return fail(fmt.Errorf("must run as root (it boots a VM)"))
+	}
+	var images []string
+	for _, img := range []string{"unitlet-image.tar", "pause-image.tar"} {
+		p := filepath.Join(testenv.RepoRoot(), "bin", img)
+		if _, err := os.Stat(p); err != nil {
+			return fail(fmt.Errorf("%s missing: run `make image`", p))
+		}
+		images = append(images, p)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
+	defer cancel()
+	started := time.Now()
+	var err error
+	c, err = cluster.Start(ctx, cluster.Options{Images: images, Forward: []int{frontPort}})
+	if err != nil {
+		return fail(err)
+	}
+	defer c.Stop()
+	fmt.Printf("test/cluster: control plane, node VM (booted in %s) and kubelet Ready in %s\n",
+		c.VM.Booted.Round(100*time.Millisecond), time.Since(started).Round(time.Second))
+	k8s = c.Client
+	kube = testutil.API{Client: k8s, Every: pollEvery}
+	code := m.Run()
+	if code != 0 {
+		for _, s := range []string{"journalctl -u kubelet --no-pager -n 60 -o cat", "ctr -n k8s.io containers ls 2>&1 || true"} {
+			out, _ := c.VM.Run(context.Background(), s)
+			fmt.Fprintf(os.Stderr, "test/cluster: %s:\n%s\n", s, out)
+		}
+	}
+	fmt.Printf("test/cluster: everything took %s\n", time.Since(started).Round(time.Second))
+	return code
+}
