@@ -19,7 +19,10 @@ const (
 )
 
 // GenerationSpec is one numbered, immutable snapshot of an Instance's
-// template. Only Retired may change.
+// template. Only Retired may change, and only from false to true: a
+// generation being stopped and proven gone is never started again under
+// the same name.
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.retired) || !oldSelf.retired || (has(self.retired) && self.retired)",message="retired cannot be undone: make a new Generation instead"
 type GenerationSpec struct {
 	// Instance is the name of the owning Instance.
 	// +kubebuilder:validation:MinLength=1

@@ -237,6 +237,10 @@ func TestGenerationValidation(t *testing.T) {
 		if err := k8s.Update(ctx(t), cur); err != nil {
 			t.Fatalf("marking retired refused: %v", err)
 		}
+		cur.Spec.Retired = false
+		if err := k8s.Update(ctx(t), cur); err == nil || !strings.Contains(err.Error(), "retired cannot be undone") {
+			t.Fatalf("un-retiring: %v, want refused", err)
+		}
 	})
 }
 

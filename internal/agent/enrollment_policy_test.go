@@ -13,14 +13,15 @@ import (
 )
 
 // grantInstanceWrites lets the agent's service account write Instances
-// whatever config/rbac says, so a refusal below can only be the policy's.
+// and Enrollments whatever config/rbac says, so a refusal below can only
+// be the policy's.
 func grantInstanceWrites(t *testing.T) {
 	t.Helper()
 	ctx := context.Background()
 	role := &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: "test-agent-instance-writes"},
 		Rules: []rbacv1.PolicyRule{{APIGroups: []string{hostingv1alpha1.GroupVersion.Group},
-			Resources: []string{"instances", "instances/status"}, Verbs: []string{"get", "update", "patch"}}},
+			Resources: []string{"instances", "instances/status", "enrollments"}, Verbs: []string{"get", "update", "patch"}}},
 	}
 	binding := &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: role.Name},
@@ -97,5 +98,84 @@ func TestAgentWritesOnlyItsOwnNode(t *testing.T) {
 	enrB.Status.Mode = hostingv1alpha1.ModeHosting
 	if err := refused(agentA.Status().Patch(ctx, enrB, patch), wantOtherNode); err != nil {
 		t.Errorf("node A's agent writing node B's Enrollment status: %v", err)
+	}
+}
+
+// TestAgentCannotApproveOrEditSpecs: like NodeRestriction, an agent's
+// token cannot approve its own node (at creation or later) nor change an
+// Instance's spec, even with RBAC that would allow it; its finalizer and
+// status writes still go through.
+func TestAgentCannotApproveOrEditSpecs(t *testing.T) {
+	ctx := testCtx(t)
+	installAgentCredentials(t)
+	grantInstanceWrites(t)
+	const node = "policy-node-c"
+	inst := instanceOn(node, "policy-c")
+	createInstance(t, inst)
+	agent := agentClient(t, node)
+	refused := func(err error, want string) error {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			return errorf("want refused with %q, got %v", want, err)
+		}
+		return nil
+	}
+	const wantApproval = "may not set or change spec.approved"
+	t.Cleanup(func() { deleteForce(t, &hostingv1alpha1.Enrollment{ObjectMeta: metav1.ObjectMeta{Name: node}}) })
+	eventually(t, "an agent creating its Enrollment approved is refused", func() error {
+		enr := &hostingv1alpha1.Enrollment{ObjectMeta: metav1.ObjectMeta{Name: node}, Spec: hostingv1alpha1.EnrollmentSpec{Approved: true}}
+		return refused(agent.Create(ctx, enr), wantApproval)
+	})
+	enr := &hostingv1alpha1.Enrollment{ObjectMeta: metav1.ObjectMeta{Name: node}}
+	if err := agent.Create(ctx, enr); err != nil {
+		t.Fatalf("the agent creating its Enrollment unapproved: %v", err)
+	}
+	patch := client.MergeFrom(enr.DeepCopy())
+	enr.Spec.Approved = true
+	if err := refused(agent.Patch(ctx, enr, patch), wantApproval); err != nil {
+		t.Errorf("the agent approving itself: %v", err)
+	}
+	// Approved by an administrator: the agent cannot take it back either,
+	// yet writes its status.
+	var cur hostingv1alpha1.Enrollment
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: node}, &cur); err != nil {
+		t.Fatal(err)
+	}
+	cur.Spec.Approved = true
+	if err := env.Client.Update(ctx, &cur); err != nil {
+		t.Fatal(err)
+	}
+	patch = client.MergeFrom(cur.DeepCopy())
+	cur.Spec.Approved = false
+	if err := refused(agent.Patch(ctx, &cur, patch), wantApproval); err != nil {
+		t.Errorf("the agent withdrawing its approval: %v", err)
+	}
+	if err := agent.Get(ctx, client.ObjectKey{Name: node}, &cur); err != nil {
+		t.Fatal(err)
+	}
+	patch = client.MergeFrom(cur.DeepCopy())
+	cur.Status.Mode = hostingv1alpha1.ModeJoining
+	if err := agent.Status().Patch(ctx, &cur, patch); err != nil {
+		t.Errorf("the agent writing its Enrollment's status: %v", err)
+	}
+
+	var got hostingv1alpha1.Instance
+	if err := agent.Get(ctx, client.ObjectKeyFromObject(inst), &got); err != nil {
+		t.Fatal(err)
+	}
+	patch = client.MergeFrom(got.DeepCopy())
+	got.Spec.Suspend = true
+	if err := refused(agent.Patch(ctx, &got, patch), "may not change an Instance's spec"); err != nil {
+		t.Errorf("the agent editing its Instance's spec: %v", err)
+	}
+	patch = client.MergeFrom(got.DeepCopy())
+	got.Spec.Suspend = false
+	got.Finalizers = append(got.Finalizers, "test.unitlet.dev/kept")
+	if err := agent.Patch(ctx, &got, patch); err != nil {
+		t.Errorf("the agent adding a finalizer: %v", err)
+	}
+	patch = client.MergeFrom(got.DeepCopy())
+	got.Finalizers = nil
+	if err := agent.Patch(ctx, &got, patch); err != nil {
+		t.Errorf("the agent removing the finalizer: %v", err)
 	}
 }
