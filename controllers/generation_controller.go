@@ -57,7 +57,6 @@ type GenerationReconciler struct {
 // +kubebuilder:rbac:groups=hosting.unitlet.dev,resources=generations,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=hosting.unitlet.dev,resources=generations/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=hosting.unitlet.dev,resources=generations/finalizers,verbs=update
-// +kubebuilder:rbac:groups="",resources=secrets;configmaps,verbs=get
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile moves one Generation a step towards its desired state.

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -99,7 +100,8 @@ func specEnv(t *v1.Template) map[string]string {
 
 // refEnv reads the Secrets and ConfigMaps a template names, in order, a
 // later one winning. It reads through r (uncached), so the agent never
-// caches every Secret of the cluster.
+// caches every Secret of the cluster. The agent may read them only in
+// namespaces an administrator opted in; a refusal says how.
 func refEnv(ctx context.Context, r client.Reader, namespace string, t *v1.Template) (map[string]string, error) {
 	env := map[string]string{}
 	for _, from := range t.EnvFrom {
@@ -107,7 +109,7 @@ func refEnv(ctx context.Context, r client.Reader, namespace string, t *v1.Templa
 		case from.SecretRef != nil:
 			var s corev1.Secret
 			if err := r.Get(ctx, types.NamespacedName{Namespace: namespace, Name: from.SecretRef.Name}, &s); err != nil {
-				return nil, fmt.Errorf("secret %s: %w", from.SecretRef.Name, err)
+				return nil, refError("secret", namespace, from.SecretRef.Name, err)
 			}
 			for k, v := range s.Data {
 				env[k] = string(v)
@@ -115,7 +117,7 @@ func refEnv(ctx context.Context, r client.Reader, namespace string, t *v1.Templa
 		case from.ConfigMapRef != nil:
 			var cm corev1.ConfigMap
 			if err := r.Get(ctx, types.NamespacedName{Namespace: namespace, Name: from.ConfigMapRef.Name}, &cm); err != nil {
-				return nil, fmt.Errorf("configmap %s: %w", from.ConfigMapRef.Name, err)
+				return nil, refError("configmap", namespace, from.ConfigMapRef.Name, err)
 			}
 			for k, v := range cm.Data {
 				env[k] = v
@@ -123,4 +125,16 @@ func refEnv(ctx context.Context, r client.Reader, namespace string, t *v1.Templa
 		}
 	}
 	return env, nil
+}
+
+// EnvReaderRole is the ClusterRole (config/rbac) an administrator binds in
+// a namespace to let the agents read its Secrets and ConfigMaps.
+const EnvReaderRole = "unitlet-agent-env-reader"
+
+func refError(kind, namespace, name string, err error) error {
+	if apierrors.IsForbidden(err) {
+		return fmt.Errorf("%s %s: namespace %s is not opted in to the agents' reads (kubectl create rolebinding unitlet-agent-env -n %s --clusterrole=%s --serviceaccount=unitlet-system:unitlet-agent): %w",
+			kind, name, namespace, namespace, EnvReaderRole, err)
+	}
+	return fmt.Errorf("%s %s: %w", kind, name, err)
 }

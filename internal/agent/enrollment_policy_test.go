@@ -5,7 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -177,5 +179,44 @@ func TestAgentCannotApproveOrEditSpecs(t *testing.T) {
 	got.Finalizers = nil
 	if err := agent.Patch(ctx, &got, patch); err != nil {
 		t.Errorf("the agent removing the finalizer: %v", err)
+	}
+}
+
+// TestAgentReadsSecretsOnlyWhereOptedIn: with the shipped roles, an
+// agent's token reads Secrets and ConfigMaps only in a namespace where an
+// administrator bound the env reader role.
+func TestAgentReadsSecretsOnlyWhereOptedIn(t *testing.T) {
+	ctx := testCtx(t)
+	installAgentCredentials(t)
+	install(t, "config/rbac/env_reader_role.yaml")
+	const optedIn = "env-opted-in"
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: optedIn}}
+	if err := env.Client.Create(ctx, ns); err != nil && !isAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "unitlet-agent-env", Namespace: optedIn},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "unitlet-agent-env-reader"},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: "unitlet-agent", Namespace: "unitlet-system"}},
+	}
+	for _, o := range []client.Object{
+		binding,
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "app-env", Namespace: optedIn}, StringData: map[string]string{"K": "v"}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "app-env", Namespace: "default"}, StringData: map[string]string{"K": "v"}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "app-env", Namespace: "default"}, Data: map[string]string{"K": "v"}},
+	} {
+		if err := env.Client.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = env.Client.Delete(context.Background(), o) })
+	}
+	agent := agentClient(t, "policy-node-d")
+	eventually(t, "the agent reads a Secret where opted in", func() error {
+		return agent.Get(ctx, client.ObjectKey{Namespace: optedIn, Name: "app-env"}, &corev1.Secret{})
+	})
+	for _, o := range []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}} {
+		if err := agent.Get(ctx, client.ObjectKey{Namespace: "default", Name: "app-env"}, o); !apierrors.IsForbidden(err) {
+			t.Errorf("the agent reading a %T outside the opted-in namespaces: %v, want Forbidden", o, err)
+		}
 	}
 }

@@ -113,13 +113,17 @@ func TestKillThatCannotCompleteIsUnproven(t *testing.T) {
 			h := spawnIn(t, m, g1, "exec sleep 1000", 1)
 			m.d = stubborn{driver: m.d, phantom: 1 << 30, killErr: tc.killErr}
 
+			// Long enough for the real kill to take the real process out
+			// of the cgroup on a loaded machine (50 ms once was not), so
+			// only the phantom is left to count.
+			const budget = 500 * time.Millisecond
 			var ctx context.Context
 			var cancel context.CancelFunc
 			if tc.cancel {
 				ctx, cancel = context.WithCancel(context.Background())
-				time.AfterFunc(50*time.Millisecond, cancel)
+				time.AfterFunc(budget, cancel)
 			} else {
-				ctx, cancel = context.WithTimeout(context.Background(), 50*time.Millisecond)
+				ctx, cancel = context.WithTimeout(context.Background(), budget)
 			}
 			defer cancel()
 			p := m.KillAndEmpty(ctx, g1)
