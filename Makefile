@@ -113,7 +113,7 @@ run: dev-up build ## dev-up, then the agent in the foreground as this node.
 	$(BIN)/unitlet --kubeconfig $(DEV)/kubeconfig \
 		--state-root $(DEV)/state --run-root $(DEV)/run --cgroup-root unitlet-dev \
 		--unit-backend direct --require-enrollment=false \
-		--health-probe-bind-address 127.0.0.1:8081 --metrics-bind-address 127.0.0.1:8080
+		--health-probe-bind-address 127.0.0.1:8081 --metrics-bind-address 127.0.0.1:8080 --metrics-secure=false
 
 .PHONY: image
 image: ## Build the agent's container image as a tarball, bin/unitlet-image.tar (no container engine needed).

@@ -101,6 +101,13 @@ func (r *InstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_
 	if sock, err := r.Runtime.StableSocket(node.InstanceRef{Namespace: inst.Namespace, Name: inst.Name}); err == nil {
 		inst.Status.Socket = sock
 	}
+	// A host another Instance holds: the loser never starts (one already
+	// running keeps running; a host edit is the owner's to undo).
+	if len(gens) == 0 {
+		if conflict, err := s.hostConflict(ctx); err != nil || conflict {
+			return ctrl.Result{RequeueAfter: hostRecheck}, err
+		}
+	}
 	if inst.Spec.Suspend {
 		return s.suspend(ctx)
 	}

@@ -31,6 +31,9 @@ const (
 	ReasonSeedFailed       = "SeedFailed"
 	ReasonReadinessTimeout = "ReadinessTimeout"
 	ReasonFenced           = "Fenced"
+	// ReasonHostInUse: another Instance on the node, created first,
+	// serves the same spec.host; this one starts nothing.
+	ReasonHostInUse = "HostInUse"
 	// ReasonExited: the serving generation's app ended on its own.
 	ReasonExited = "Exited"
 	// ReasonRestarting: a successor with the same template replaces a

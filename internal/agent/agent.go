@@ -15,6 +15,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	hostingv1alpha1 "github.com/unitlet/unitlet/api/v1alpha1"
@@ -67,10 +68,10 @@ func run(ctx context.Context, opts Options, log logr.Logger, j joining) error {
 	onNode := fields.OneTermEqualSelector(hostingv1alpha1.FieldNodeName, opts.NodeName)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: scheme.New(),
-		// The probes are served by setupEnrollment's probeServer: readiness
-		// must answer 503 naming the stage while the node joins.
+		// The probes are served by setupEnrollment's probeServer, which
+		// also answers /hostingz with the stage.
 		HealthProbeBindAddress: "0",
-		Metrics:                metricsserver.Options{BindAddress: opts.MetricsAddr},
+		Metrics:                metricsOptions(opts),
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			&hostingv1alpha1.Instance{}:   {Field: onNode},
 			&hostingv1alpha1.Generation{}: {Field: onNode},
@@ -99,4 +100,19 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 		return clientcmd.BuildConfigFromFlags("", kubeconfig)
 	}
 	return ctrl.GetConfig()
+}
+
+// metricsOptions serves the metrics over HTTPS to callers the API server
+// authenticates (TokenReview) and authorizes (SubjectAccessReview for GET
+// /metrics), as the kubelet's are; plain HTTP only when asked
+// (--metrics-secure=false, for `make run` on loopback).
+func metricsOptions(opts Options) metricsserver.Options {
+	if !opts.MetricsSecure {
+		return metricsserver.Options{BindAddress: opts.MetricsAddr}
+	}
+	return metricsserver.Options{
+		BindAddress:    opts.MetricsAddr,
+		SecureServing:  true,
+		FilterProvider: filters.WithAuthenticationAndAuthorization,
+	}
 }

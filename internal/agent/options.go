@@ -29,6 +29,7 @@ type Options struct {
 	RequireEnrollment bool
 	ProbeAddr         string
 	MetricsAddr       string
+	MetricsSecure     bool
 	LogDevelopment    bool
 
 	// SocketGroup owns the run dirs and sockets; the guard requires it.
@@ -60,6 +61,7 @@ func Parse(args []string) (Options, error) {
 	fs.StringVar(&o.HostEtc, "host-etc", "/etc", "the node's /etc as the agent sees it (its group database); in a container, the host's /etc mounted there")
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "address of the metrics endpoint; 0 disables it")
+	fs.BoolVar(&o.MetricsSecure, "metrics-secure", true, "serve metrics over HTTPS to callers the API server authenticates and authorizes (GET /metrics); false serves plain HTTP")
 	fs.BoolVar(&o.LogDevelopment, "zap-devel", false, "human-readable development logging")
 	if err := fs.Parse(args); err != nil {
 		return o, err

@@ -30,6 +30,7 @@ func TestDaemonSet(t *testing.T) {
 		run  func(t *testing.T)
 	}{
 		{"install: the agent pod runs, the node joins", install},
+		{"metrics: only an authorized scraper reads them", metricsAuthorized},
 		{"approve: the samples serve", approveAndServe},
 		{"swap: a template edit under load, 0 failed requests", swapUnderLoad},
 		{"rollout: a new agent image restarts no app", rollout},
@@ -87,6 +88,43 @@ func approveAndServe(t *testing.T) {
 		}
 	}
 	kubectl(t, "wait", "--for=condition=Ready", "--timeout=180s", "inst/shop", "inst/ledger")
+}
+
+// metricsAuthorized scrapes the agent's HTTPS metrics from the node as
+// Prometheus would: refused without a token (401) and with a token the
+// API server does not authorize (403), served to a ServiceAccount bound to
+// unitlet-metrics-reader.
+func metricsAuthorized(t *testing.T) {
+	kubectl(t, "create", "serviceaccount", "-n", "unitlet-system", "scraper")
+	kubectl(t, "create", "serviceaccount", "-n", "unitlet-system", "stranger")
+	kubectl(t, "create", "clusterrolebinding", "scraper", "--clusterrole=unitlet-metrics-reader", "--serviceaccount=unitlet-system:scraper")
+	ip := agentPod(t).Status.PodIP
+	scrape := func(token string) string {
+		return c.VM.MustRun(t, fmt.Sprintf(`python3 - <<'EOF'
+import ssl, urllib.request, urllib.error
+req = urllib.request.Request("https://%s:8080/metrics")
+if %q: req.add_header("Authorization", "Bearer " + %q)
+try:
+    r = urllib.request.urlopen(req, context=ssl._create_unverified_context(), timeout=10)
+    print(r.status, b"unitlet_agent_mode" in r.read())
+except urllib.error.HTTPError as e:
+    print(e.code)
+EOF`, ip, token, token))
+	}
+	tokenOf := func(sa string) string {
+		return strings.TrimSpace(kubectl(t, "create", "token", "-n", "unitlet-system", sa))
+	}
+	for who, want := range map[string]string{"no token": "401", "stranger": "403", "scraper": "200 True"} {
+		token := ""
+		if who != "no token" {
+			token = tokenOf(who)
+		}
+		var got string
+		eventually(t, "metrics for "+who, time.Minute, func() (bool, string) {
+			got = scrape(token)
+			return got == want, got
+		})
+	}
 }
 
 func swapUnderLoad(t *testing.T) {

@@ -140,7 +140,7 @@ func (a *agent) launch(t *testing.T) {
 		"--node-name", a.node, "--kubeconfig", kubeconfig,
 		"--state-root", a.stateRoot, "--run-root", a.runRoot, "--cgroup-root", a.cgroupRoot,
 		"--unit-backend", "direct", "--require-enrollment=false", "--socket-group", proxyGroup,
-		"--health-probe-bind-address", a.probeAddr, "--metrics-bind-address", a.metricsAddr)
+		"--health-probe-bind-address", a.probeAddr, "--metrics-bind-address", a.metricsAddr, "--metrics-secure=false")
 	a.cmd.Stdout, a.cmd.Stderr = logf, logf
 	if err := a.cmd.Start(); err != nil {
 		t.Fatal(err)
