@@ -40,7 +40,9 @@ func TestRefEnvErrors(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			c := fakeclient.NewClientBuilder().WithScheme(scheme.New()).WithInterceptorFuncs(interceptor.Funcs{
-				Get: func(context.Context, client.WithWatch, client.ObjectKey, client.Object, ...client.GetOption) error { return tc.err },
+				Get: func(context.Context, client.WithWatch, client.ObjectKey, client.Object, ...client.GetOption) error {
+					return tc.err
+				},
 			}).Build()
 			tmpl := &v1.Template{EnvFrom: []v1.EnvFromSource{{SecretRef: &v1.LocalObjectReference{Name: "app-env"}}}}
 			_, err := refEnv(context.Background(), c, "shop", tmpl)
