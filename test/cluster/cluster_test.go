@@ -25,26 +25,15 @@ import (
 // TestDaemonSet installs unitlet from config/default and walks the node
 // through a user's first hour, in order.
 func TestDaemonSet(t *testing.T) {
-	steps := []struct {
-		name string
-		run  func(t *testing.T)
-	}{
-		{"install: the agent pod runs, the node joins", install},
-		{"metrics: only an authorized scraper reads them", metricsAuthorized},
-		{"approve: the samples serve", approveAndServe},
-		{"swap: a template edit under load, 0 failed requests", swapUnderLoad},
-		{"rollout: a new agent image restarts no app", rollout},
-		{"delete: an Instance leaves nothing on the node", deleteOne},
-		{"uninstall: Instances first, then config/default", uninstall},
-	}
-	for _, s := range steps {
-		started := time.Now()
-		ok := t.Run(s.name, s.run)
-		fmt.Printf("test/cluster: %-50s %s\n", s.name, time.Since(started).Round(100*time.Millisecond))
-		if !ok {
-			t.Fatalf("%q failed; the later steps need its state", s.name)
-		}
-	}
+	testutil.RunSteps(t, "test/cluster", []testutil.Step{
+		{Name: "install: the agent pod runs, the node joins", Run: install},
+		{Name: "metrics: only an authorized scraper reads them", Run: metricsAuthorized},
+		{Name: "approve: the samples serve", Run: approveAndServe},
+		{Name: "swap: a template edit under load, 0 failed requests", Run: swapUnderLoad},
+		{Name: "rollout: a new agent image restarts no app", Run: rollout},
+		{Name: "delete: an Instance leaves nothing on the node", Run: deleteOne},
+		{Name: "uninstall: Instances first, then config/default", Run: uninstall},
+	})
 }
 
 func install(t *testing.T) {
@@ -130,24 +119,8 @@ EOF`, ip, token, token))
 func swapUnderLoad(t *testing.T) {
 	inst := kube.Instance(t, "shop")
 	c.VM.Front(t, inst.Status.Socket, "unitlet", frontPort)
-	stop := make(chan struct{})
-	done := make(chan *testutil.Load)
-	go func() {
-		done <- testutil.RunLoad(fmt.Sprintf("127.0.0.1:%d", c.VM.HostPort(frontPort)), 4, 500, 5*time.Minute, stop)
-	}()
-	time.Sleep(2 * time.Second)
-	kube.UpdateInstance(t, "shop", time.Minute, func(i *v1.Instance) { i.Spec.Template.Env[0].Value = "shop-v2.example.com" })
-	kube.WaitServing(t, "shop", 2)
-	eventually(t, "generation 1 proven gone", 2*time.Minute, func() (bool, string) {
-		g := kube.Generation(t, "shop", 1)
-		return meta.IsStatusConditionTrue(g.Status.Conditions, v1.ConditionTerminated), testutil.Conditions(g.Status.Conditions)
-	})
-	close(stop)
-	l := <-done
-	fmt.Printf("test/cluster: swap: %d requests, %d failed, by answer: %v\n", l.Total(), l.Failed.Load(), l.Bodies())
-	if l.Failed.Load() != 0 {
-		t.Fatalf("%d of %d requests failed during the swap; first: %v", l.Failed.Load(), l.Total(), l.FirstErr())
-	}
+	addr := fmt.Sprintf("127.0.0.1:%d", c.VM.HostPort(frontPort))
+	kube.SwapUnderLoad(t, "shop", addr, 4, 500, func(i *v1.Instance) { i.Spec.Template.Env[0].Value = "shop-v2.example.com" })
 }
 
 // rollout moves the DaemonSet to another image: the agent pod is

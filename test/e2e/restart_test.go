@@ -21,7 +21,7 @@ import (
 func TestAgentRestart(t *testing.T) {
 	a := startAgent(t, "e2e-restart")
 	kept := sample(t, "hosting_v1alpha1_instance_replace.yaml", a.node)
-	kept.Name = "kept"
+	kept.Name, kept.Spec.Host = "kept", "kept.example.com"
 	// The kept app writes all the time and dies of SIGPIPE, as most
 	// programs do, if its output breaks while the agent is away.
 	kept.Spec.Template.Args[1] = "import signal, sys, threading, time\n" +
@@ -32,7 +32,7 @@ func TestAgentRestart(t *testing.T) {
 		"threading.Thread(target=tick, daemon=True).start()\n" +
 		kept.Spec.Template.Args[1]
 	orphan := sample(t, "hosting_v1alpha1_instance_replace.yaml", a.node)
-	orphan.Name = "orphan"
+	orphan.Name, orphan.Spec.Host = "orphan", "orphan.example.com" // one host per Instance on a node
 	for _, inst := range []*v1.Instance{kept, orphan} {
 		if err := k8s.Create(context.Background(), inst); err != nil {
 			t.Fatal(err)

@@ -19,28 +19,17 @@ import (
 // TestNode walks one node through what its life holds, in order: each
 // step builds on the state the one before left.
 func TestNode(t *testing.T) {
-	steps := []struct {
-		name string
-		run  func(t *testing.T)
-	}{
-		{"join: nothing hosted until approved", join},
-		{"apply: Ready, v2 limits on the unit's cgroup", applyReady},
-		{"overlap swap under load: 0 failed requests", overlapUnderLoad},
-		{"replace: the old generation proven gone first", replaceInOrder},
-		{"suspend and resume", suspendResume},
-		{"agent restart: no app restarted, logs flow", agentRestart},
-		{"memory limit: the app OOM-killed and reported", oomKilled},
-		{"unproven kill: finalizer kept until the proof", unprovenKill},
-		{"delete: nothing left on the node", deleteAll},
-	}
-	for _, s := range steps {
-		started := time.Now()
-		ok := t.Run(s.name, s.run)
-		fmt.Printf("test/node: %-55s %s\n", s.name, time.Since(started).Round(100*time.Millisecond))
-		if !ok {
-			t.Fatalf("%q failed; the later steps need its state", s.name)
-		}
-	}
+	testutil.RunSteps(t, "test/node", []testutil.Step{
+		{Name: "join: nothing hosted until approved", Run: join},
+		{Name: "apply: Ready, v2 limits on the unit's cgroup", Run: applyReady},
+		{Name: "overlap swap under load: 0 failed requests", Run: overlapUnderLoad},
+		{Name: "replace: the old generation proven gone first", Run: replaceInOrder},
+		{Name: "suspend and resume", Run: suspendResume},
+		{Name: "agent restart: no app restarted, logs flow", Run: agentRestart},
+		{Name: "memory limit: the app OOM-killed and reported", Run: oomKilled},
+		{Name: "unproven kill: finalizer kept until the proof", Run: unprovenKill},
+		{Name: "delete: nothing left on the node", Run: deleteAll},
+	})
 }
 
 func join(t *testing.T) {
@@ -110,23 +99,8 @@ func overlapUnderLoad(t *testing.T) {
 	inst := kube.Instance(t, "shop")
 	vm.Front(t, inst.Status.Socket, "unitlet", frontPort)
 	addr := fmt.Sprintf("127.0.0.1:%d", vm.HostPort(frontPort))
-	stop := make(chan struct{})
-	done := make(chan *testutil.Load)
-	go func() { done <- testutil.RunLoad(addr, 4, 1000, 5*time.Minute, stop) }()
-	time.Sleep(2 * time.Second) // load on the old generation first
-	kube.UpdateInstance(t, "shop", time.Minute, func(i *v1.Instance) { i.Spec.Template.Env[0].Value = "shop-v2.example.com" })
-	kube.WaitServing(t, "shop", 2)
-	eventually(t, "generation 1 proven gone", 2*time.Minute, func() (bool, string) {
-		g := kube.Generation(t, "shop", 1)
-		return meta.IsStatusConditionTrue(g.Status.Conditions, v1.ConditionTerminated), testutil.Conditions(g.Status.Conditions)
-	})
-	close(stop)
-	l := <-done
+	l := kube.SwapUnderLoad(t, "shop", addr, 4, 1000, func(i *v1.Instance) { i.Spec.Template.Env[0].Value = "shop-v2.example.com" })
 	bodies := l.Bodies()
-	fmt.Printf("test/node: overlap swap: %d requests through nginx in the guest, %d failed, by answer: %v\n", l.Total(), l.Failed.Load(), bodies)
-	if l.Failed.Load() != 0 {
-		t.Fatalf("%d of %d requests failed during the swap; first: %v", l.Failed.Load(), l.Total(), l.FirstErr())
-	}
 	if bodies["hello from shop.example.com generation 1\n"] == 0 || bodies["hello from shop-v2.example.com generation 2\n"] == 0 {
 		t.Fatalf("want answers from both generations, got %v", bodies)
 	}

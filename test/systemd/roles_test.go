@@ -21,7 +21,7 @@ import (
 // longer active) while the other keeps running.
 func TestSidecars(t *testing.T) {
 	inst := testutil.Sample(t, "hosting_v1alpha1_instance_replace.yaml", testNode)
-	inst.Name = "sided"
+	inst.Name, inst.Spec.Host = "sided", "sided.example.com"
 	names := []string{"ticker", "tocker"}
 	for _, name := range names {
 		inst.Spec.Template.Sidecars = append(inst.Spec.Template.Sidecars,
