@@ -78,7 +78,8 @@ func Boot(ctx context.Context, o Options) (*VM, error) {
 	if err != nil {
 		return nil, fmt.Errorf("nodevm: %w: install qemu-system-x86 (hack/deps.sh does)", err)
 	}
-	work, err := os.MkdirTemp(o.Dir, "boot-")
+	sweep(o.Dir)
+	work, err := os.MkdirTemp(o.Dir, fmt.Sprintf("boot-%d-", os.Getpid()))
 	if err != nil {
 		return nil, err
 	}
@@ -206,6 +207,22 @@ func (v *VM) Close() {
 		}
 	}
 	_ = os.RemoveAll(v.work)
+}
+
+// sweep removes the overlays of boots whose test process is gone (one
+// killed before its Close), so they do not pile up beside the image.
+func sweep(dir string) {
+	matches, _ := filepath.Glob(filepath.Join(dir, "boot-*-*"))
+	for _, m := range matches {
+		f := strings.SplitN(filepath.Base(m), "-", 3)
+		pid, err := strconv.Atoi(f[1])
+		if err != nil || pid <= 0 {
+			continue
+		}
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			_ = os.RemoveAll(m)
+		}
+	}
 }
 
 func freePort() (int, error) {
