@@ -26,13 +26,15 @@ type fakeRuntime struct {
 	running  map[node.Ref]bool
 	exits    map[node.Ref]*units.Exit
 	events   chan node.Ref
+	// refEnv is the Secret/ConfigMap env of each slot's last start.
+	refEnv map[node.Ref]map[string]string
 }
 
 func newFakeRuntime() *fakeRuntime {
 	return &fakeRuntime{
 		start: map[node.Ref]outcome.StartKind{}, probe: map[node.Ref]error{},
 		unproven: map[node.Ref]outcome.KillReason{}, running: map[node.Ref]bool{}, exits: map[node.Ref]*units.Exit{},
-		events: make(chan node.Ref, 64),
+		events: make(chan node.Ref, 64), refEnv: map[node.Ref]map[string]string{},
 	}
 }
 
@@ -81,6 +83,7 @@ func (f *fakeRuntime) Start(_ context.Context, req node.StartRequest) node.Start
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.record("start %s/%s", req.Name, slot(req.Ref))
+	f.refEnv[req.Ref] = req.RefEnv
 	delete(f.exits, req.Ref)
 	kind, ok := f.start[req.Ref]
 	if !ok {
@@ -219,4 +222,11 @@ func (f *fakeRuntime) exit(ref node.Ref, code int) {
 	f.exits[ref] = &units.Exit{Result: "exit-code", Code: code}
 	f.mu.Unlock()
 	f.events <- ref
+}
+
+// RefEnv is the Secret/ConfigMap env ref's last start was given.
+func (f *fakeRuntime) RefEnv(ref node.Ref) map[string]string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.refEnv[ref]
 }

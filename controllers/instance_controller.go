@@ -32,7 +32,10 @@ import (
 // the old one gone first. Status is computed in one place (instanceStatus)
 // and patched once, in a defer.
 type InstanceReconciler struct {
-	Client   client.Client
+	Client client.Client
+	// Reader reads the Secrets and ConfigMaps a seed or sidecar's envFrom
+	// names, uncached (the agent caches none of them).
+	Reader   client.Reader
 	Runtime  node.Runtime
 	NodeName string
 	Recorder events.EventRecorder

@@ -24,13 +24,19 @@ func (s *swap) roleRef(r layout.Role) node.Ref {
 	return node.Ref{InstanceRef: s.ref(), Role: r}
 }
 
-func (s *swap) roleRequest(ref node.Ref, role v1.Role) node.StartRequest {
+// roleRequest starts a seed or sidecar in the template's environment:
+// its env, envFrom, working dir and user, as the app gets them.
+func (s *swap) roleRequest(ctx context.Context, ref node.Ref, role v1.Role) (node.StartRequest, error) {
 	t := &s.inst.Spec.Template
+	refs, err := refEnv(ctx, s.r.Reader, s.inst.Namespace, t)
+	if err != nil {
+		return node.StartRequest{}, err
+	}
 	return node.StartRequest{
 		Ref: ref, Host: s.inst.Spec.Host, Command: role.Command, Args: role.Args,
-		SpecEnv: specEnv(t), WorkingDir: t.WorkingDir, User: t.User,
+		SpecEnv: specEnv(t), RefEnv: refs, WorkingDir: t.WorkingDir, User: t.User,
 		Parent: tierOf(t.Tier), Grace: time.Second,
-	}
+	}, nil
 }
 
 // ensureSeed runs the seed role once, before the first generation. It
@@ -77,7 +83,14 @@ func (s *swap) ensureSeed(ctx context.Context) (bool, ctrl.Result, error) {
 			return false, ctrl.Result{}, kill.Err()
 		}
 	}
-	res := s.r.Runtime.Start(ctx, s.roleRequest(ref, *seed))
+	req, err := s.roleRequest(ctx, ref, *seed)
+	if err != nil {
+		// Nothing was started; an administrator's opt-in or a new Secret
+		// lets the next look through.
+		s.progress("EnvUnavailable", "seed not started: %v", err)
+		return false, ctrl.Result{RequeueAfter: roleWait}, nil
+	}
+	res := s.r.Runtime.Start(ctx, req)
 	switch res.Start.Kind {
 	case outcome.NotStarted:
 		s.note = note{reason: v1.ReasonSeedFailed, stalled: true, msg: "seed not started: " + res.Start.Err().Error()}

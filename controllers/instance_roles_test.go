@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
 	"github.com/unitlet/unitlet/runtime/layout"
@@ -145,5 +147,34 @@ func TestSuspendRetiresSidecarsRemovedFromTheTemplate(t *testing.T) {
 		if ref.Name == "hushed" {
 			t.Errorf("%s still held after suspend", slot(ref))
 		}
+	}
+}
+
+// Seed and sidecars start in the template's environment, envFrom
+// included; a seed whose Secret cannot be read is not started and says
+// why, and starts once the Secret is there.
+func TestRolesGetEnvFrom(t *testing.T) {
+	withEnvFrom := func(i *v1.Instance) {
+		i.Spec.Template.EnvFrom = []v1.EnvFromSource{{SecretRef: &v1.LocalObjectReference{Name: "roles-env"}}}
+	}
+	create(t, instance("envroles", withSeed, withSidecars("worker"), withEnvFrom))
+	inst := waitInstance(t, "envroles", v1.ConditionReconciling, "True/EnvUnavailable")
+	if n := fake.Count("start envroles/seed"); n != 0 {
+		t.Fatalf("seed started %d times without its Secret", n)
+	}
+	if c := meta.FindStatusCondition(inst.Status.Conditions, v1.ConditionReconciling); !strings.Contains(c.Message, "roles-env") {
+		t.Errorf("Reconciling message %q does not name the Secret", c.Message)
+	}
+	create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "roles-env", Namespace: "default"}, StringData: map[string]string{"DB_URL": "postgres://db"}})
+	eventually(t, "seed started", func() (bool, string) { return fake.Count("start envroles/seed") == 1, "" })
+	want := map[string]string{"DB_URL": "postgres://db"}
+	if diff := cmp.Diff(want, fake.RefEnv(roleRef("envroles", layout.RoleSeed))); diff != "" {
+		t.Errorf("seed's envFrom (-want,+got):\n%s", diff)
+	}
+	fake.exit(roleRef("envroles", layout.RoleSeed), 0)
+	waitInstance(t, "envroles", v1.ConditionReady, "True/Reconciled")
+	eventually(t, "sidecar started", func() (bool, string) { return fake.Count("start envroles/sidecar.worker") == 1, "" })
+	if diff := cmp.Diff(want, fake.RefEnv(node.SidecarRef("default", "envroles", "worker"))); diff != "" {
+		t.Errorf("sidecar's envFrom (-want,+got):\n%s", diff)
 	}
 }

@@ -75,7 +75,11 @@ func (s *swap) ensureSidecar(ctx context.Context, sc v1.Sidecar) (time.Duration,
 			sc.Name, exitText(st.Exit))
 		s.r.restarts.restarted(key)
 	}
-	res := s.r.Runtime.Start(ctx, s.roleRequest(ref, sc.Role))
+	req, err := s.roleRequest(ctx, ref, sc.Role)
+	if err != nil {
+		return 0, fmt.Errorf("sidecar %s not started: %w", sc.Name, err)
+	}
+	res := s.r.Runtime.Start(ctx, req)
 	if res.Start.Kind == outcome.NotStarted {
 		return 0, fmt.Errorf("sidecar %s not started: %w", sc.Name, res.Start.Err())
 	}

@@ -42,8 +42,8 @@ type Backoff struct{ Initial, Max time.Duration }
 func SetupHosting(mgr ctrl.Manager, h Hosting) error {
 	roleEvents := make(chan event.TypedGenericEvent[*v1.Instance], 64)
 	if err := (&InstanceReconciler{
-		Client: mgr.GetClient(), Runtime: h.Runtime, NodeName: h.NodeName, Recorder: h.Recorder, Gate: h.Gate,
-		RoleEvents: roleEvents, SidecarBackoff: h.SidecarBackoff,
+		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Runtime: h.Runtime, NodeName: h.NodeName,
+		Recorder: h.Recorder, Gate: h.Gate, RoleEvents: roleEvents, SidecarBackoff: h.SidecarBackoff,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("instance controller: %w", err)
 	}

@@ -74,6 +74,11 @@ func platformEnv(req Request, p layout.Proc, token, appSocket string) map[string
 		EnvRole:       string(p.Role()),
 		EnvDataDir:    inst.DataDir(),
 	}
+	if p.Role() == layout.RoleSidecar {
+		// A sidecar is a helper beside the app (a log shipper, a proxy),
+		// not its administrator: it does not get the control socket's key.
+		delete(m, EnvAdminToken)
+	}
 	if p.Generation() != 0 {
 		m[EnvGeneration] = strconv.FormatUint(p.Generation(), 10)
 		m[EnvAppSocket] = appSocket

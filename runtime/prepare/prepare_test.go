@@ -211,6 +211,8 @@ func TestAdminTokenMintedOnce(t *testing.T) {
 	}
 }
 
+// Seed and sidecars get no app or control socket; a sidecar gets no
+// admin token either (the seed, which sets the app up, does).
 func TestSeedAndSidecarGetNoControlOrAppSocket(t *testing.T) {
 	f := newFixture(t)
 	for _, role := range []layout.Role{layout.RoleSeed, layout.RoleSidecar} {
@@ -226,6 +228,9 @@ func TestSeedAndSidecarGetNoControlOrAppSocket(t *testing.T) {
 			if _, ok := res.Env[k]; ok {
 				t.Errorf("%s: env has %s", role, k)
 			}
+		}
+		if _, ok := res.Env[EnvAdminToken]; ok != (role == layout.RoleSeed) {
+			t.Errorf("%s: admin token in env %v, want %v", role, ok, role == layout.RoleSeed)
 		}
 	}
 }
