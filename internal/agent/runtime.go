@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	sddbus "github.com/coreos/go-systemd/v22/dbus"
@@ -42,7 +43,7 @@ func newRuntime(opts Options, log logr.Logger) (*node.Node, string, error) {
 	case BackendSystemd:
 		backend, err = units.NewSystemd(units.SystemdConfig{
 			Connect: sddbus.NewSystemConnectionContext, Exe: exe, ProofBudget: proofBudget,
-			CgroupDirs: hostCgroupDirs, Layout: lay, Log: log.WithName("systemd"),
+			CgroupDirs: hostCgroupDirs(log), Layout: lay, Log: log.WithName("systemd"),
 		})
 	default:
 		backend, err = units.NewDirect(units.DirectConfig{
@@ -71,12 +72,18 @@ func socketGID(db join.GroupDB, group string, log logr.Logger) int {
 
 // hostCgroupDirs maps a cgroup as systemd names it to its directory in
 // every hierarchy mounted on this host, all of which must be empty for a
-// kill to be proven. When the mounts cannot be read it maps to nothing,
-// and the backend then proves nothing.
-func hostCgroupDirs(cgroup string) []string {
-	dirs, err := cgroups.HierarchyDirs(cgroups.DefaultMountRoot, cgroup)
+// kill to be proven. The mounts are read once; when they cannot be, it
+// maps to nothing, and the backend then proves nothing.
+func hostCgroupDirs(log logr.Logger) func(cgroup string) []string {
+	mounts, err := cgroups.HierarchyMounts(cgroups.DefaultMountRoot)
 	if err != nil {
-		return nil
+		log.Error(err, "cgroup hierarchies unreadable: no kill can be proven")
 	}
-	return dirs
+	return func(cgroup string) []string {
+		dirs := make([]string, 0, len(mounts))
+		for _, m := range mounts {
+			dirs = append(dirs, filepath.Join(m, cgroup))
+		}
+		return dirs
+	}
 }

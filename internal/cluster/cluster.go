@@ -14,21 +14,20 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/unitlet/unitlet/internal/nodevm"
 	"github.com/unitlet/unitlet/internal/scheme"
 	"github.com/unitlet/unitlet/internal/testenv"
+	"github.com/unitlet/unitlet/internal/testutil"
 )
 
 // NodeName is the VM's hostname and its Node's name.
-const NodeName = "unitlet-node"
+const NodeName = nodevm.Hostname
 
 // serviceIP is the kubernetes Service's ClusterIP (the first address of
 // envtest's service range): pods reach the API server there.
@@ -85,7 +84,7 @@ func Start(ctx context.Context, o Options) (c *Cluster, err error) {
 	if c.VM, err = nodevm.Boot(ctx, nodevm.Options{Forward: o.Forward, MemoryMiB: 3072}); err != nil {
 		return nil, err
 	}
-	if err := c.joinNode(ctx, caPEM, o.Images); err != nil {
+	if err := c.joinNode(ctx, o.Images); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -141,7 +140,7 @@ func (c *Cluster) startControlPlane(pkiDir string, caPEM []byte) error {
 		"--service-account-private-key-file="+filepath.Join(pkiDir, "sa-signer.key"))...); err != nil {
 		return err
 	}
-	port, err := freePort()
+	port, err := testutil.FreeTCPPort()
 	if err != nil {
 		return err
 	}
@@ -166,14 +165,11 @@ func (c *Cluster) run(name string, args ...string) error {
 	return nil
 }
 
-// Log is the tail of a control-plane process's log, for failures.
+// Log is the tail of a control-plane process's log
+// (kube-controller-manager, kube-scheduler), for failures.
 func (c *Cluster) Log(name string, lines int) string {
 	b, _ := os.ReadFile(filepath.Join(c.dir, name+".log"))
-	l := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(l) > lines {
-		l = l[len(l)-lines:]
-	}
-	return strings.Join(l, "\n")
+	return testutil.Tail(string(b), lines)
 }
 
 // Stop powers the node off and stops the control plane.
@@ -198,29 +194,4 @@ func (c *Cluster) Stop() {
 	if c.dir != "" {
 		_ = os.RemoveAll(c.dir)
 	}
-}
-
-// guestKubeconfig rewrites a kubeconfig to reach the API server from the
-// guest, trusting ca.
-func guestKubeconfig(kc, ca []byte) ([]byte, error) {
-	cfg, err := clientcmd.Load(kc)
-	if err != nil {
-		return nil, err
-	}
-	for _, cl := range cfg.Clusters {
-		u := cl.Server
-		u = strings.Replace(u, "127.0.0.1", nodevm.GuestHostAddr, 1)
-		u = strings.Replace(u, "localhost", nodevm.GuestHostAddr, 1)
-		cl.Server, cl.CertificateAuthorityData, cl.TLSServerName = u, ca, ""
-	}
-	return clientcmd.Write(*cfg)
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

@@ -59,7 +59,7 @@ evictionHard: {memory.available: "50Mi", nodefs.available: "2%", imagefs.availab
 
 // joinNode configures the guest's container runtime and kubelet, imports
 // the images, and waits for the Node to be Ready.
-func (c *Cluster) joinNode(ctx context.Context, caPEM []byte, images []string) error {
+func (c *Cluster) joinNode(ctx context.Context, images []string) error {
 	node, err := c.Env.AddUser(envtest.User{Name: "system:node:" + NodeName, Groups: []string{"system:nodes"}}, nil)
 	if err != nil {
 		return err
@@ -68,7 +68,9 @@ func (c *Cluster) joinNode(ctx context.Context, caPEM []byte, images []string) e
 	if err != nil {
 		return err
 	}
-	if kc, err = guestKubeconfig(kc, caPEM); err != nil {
+	// The serving certificate names the guest's view of the API server
+	// and envtest put its CA in the kubeconfig: only the address changes.
+	if kc, err = nodevm.GuestKubeconfig(kc, ""); err != nil {
 		return err
 	}
 	kubelet, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "bin", "kubelet"))

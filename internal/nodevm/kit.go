@@ -4,9 +4,14 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/unitlet/unitlet/runtime/layout"
 )
 
 // MustRun runs a script in the guest, failing t when it fails; its
@@ -67,4 +72,58 @@ http {
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
+}
+
+// GuestKubeconfig rewrites a kubeconfig made for this machine's loopback
+// to reach the same API server from inside the guest. serverName, when
+// set, is the name the serving certificate is checked against (envtest's
+// names only localhost); "" keeps the certificate's check on the address.
+func GuestKubeconfig(kc []byte, serverName string) ([]byte, error) {
+	cfg, err := clientcmd.Load(kc)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range cfg.Clusters {
+		c.Server = strings.Replace(c.Server, "127.0.0.1", GuestHostAddr, 1)
+		c.Server = strings.Replace(c.Server, "localhost", GuestHostAddr, 1)
+		c.TLSServerName = serverName
+	}
+	return clientcmd.Write(*cfg)
+}
+
+// Leftovers lists what is left in the guest of Instances with the
+// DaemonSet's roots (every Instance of namespace when name is ""): units,
+// cgroups, run and data directories. Empty once a delete is complete.
+func (v *VM) Leftovers(t testing.TB, namespace, name string) map[string]string {
+	t.Helper()
+	lay := layout.Layout{StateRoot: "/var/lib/unitlet", RunRoot: "/run/unitlet", CgroupRoot: "unitlet"}
+	probe := name
+	if probe == "" {
+		probe = "x" // any Instance of the namespace: its parents are the namespace's
+	}
+	li, err := lay.Instance(namespace, probe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, data := li.RunDir(), li.DataDir()
+	prefix := strings.TrimSuffix(li.SliceName(), ".slice")       // its units' and slice's
+	dirs := "ls -d " + run + " " + data + " 2>/dev/null || true" // they exist
+	if name == "" {
+		// The namespace's own slice (unitlet-<ns>.slice) is the platform's
+		// and stays; its Instances' names follow its prefix.
+		run, data = filepath.Dir(run), filepath.Dir(data)
+		prefix = strings.TrimSuffix(prefix, probe)
+		dirs = "find " + run + " " + data + " -mindepth 1 -maxdepth 1 2>/dev/null || true" // they hold anything
+	}
+	left := map[string]string{}
+	for what, script := range map[string]string{
+		"units":   "systemctl list-units --all --plain --no-legend '" + prefix + "*' || true",
+		"cgroups": "find /sys/fs/cgroup -name '" + prefix + "*' -type d",
+		"dirs":    dirs,
+	} {
+		if out := v.MustRun(t, script); out != "" {
+			left[what] = out
+		}
+	}
+	return left
 }

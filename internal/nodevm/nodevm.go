@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,11 +18,16 @@ import (
 	"time"
 
 	"github.com/unitlet/unitlet/internal/testenv"
+	"github.com/unitlet/unitlet/internal/testutil"
 )
 
 // GuestHostAddr is how the guest reaches this machine's 127.0.0.1 (QEMU's
 // user-mode network); nothing else outside the guest is reachable.
 const GuestHostAddr = "10.0.2.2"
+
+// Hostname is the guest's hostname (hack/node-vm.sh sets it), so the name
+// of the node it runs as.
+const Hostname = "unitlet-node"
 
 // Options configure a boot.
 type Options struct {
@@ -42,11 +46,11 @@ type Options struct {
 
 // VM is a booted node. Close powers it off and removes its overlay.
 type VM struct {
-	dir, key, work string
-	ssh            int
-	ports          map[int]int
-	cmd            *exec.Cmd
-	exited         chan struct{}
+	key, work string
+	ssh       int
+	ports     map[int]int
+	cmd       *exec.Cmd
+	exited    chan struct{}
 	// Booted is how long the guest took from power-on to answering ssh.
 	Booted time.Duration
 }
@@ -83,19 +87,19 @@ func Boot(ctx context.Context, o Options) (*VM, error) {
 	if err != nil {
 		return nil, err
 	}
-	v := &VM{dir: o.Dir, key: filepath.Join(o.Dir, "id_ed25519"), work: work, ports: map[int]int{}, exited: make(chan struct{})}
+	v := &VM{key: filepath.Join(o.Dir, "id_ed25519"), work: work, ports: map[int]int{}, exited: make(chan struct{})}
 	fail := func(err error) (*VM, error) { v.Close(); return nil, err }
 	disk := filepath.Join(work, "disk.qcow2")
 	if out, err := exec.CommandContext(ctx, "qemu-img", "create", "-q", "-f", "qcow2", "-F", "raw",
 		"-b", filepath.Join(o.Dir, "base.img"), disk).CombinedOutput(); err != nil {
 		return fail(fmt.Errorf("nodevm: overlay: %s: %w", out, err))
 	}
-	if v.ssh, err = freePort(); err != nil {
+	if v.ssh, err = testutil.FreeTCPPort(); err != nil {
 		return fail(err)
 	}
 	nic := "user,model=virtio-net-pci,hostfwd=tcp:127.0.0.1:" + strconv.Itoa(v.ssh) + "-:22"
 	for _, g := range o.Forward {
-		h, err := freePort()
+		h, err := testutil.FreeTCPPort()
 		if err != nil {
 			return fail(err)
 		}
@@ -146,11 +150,7 @@ func (v *VM) ConsolePath() string { return filepath.Join(v.work, "console.log") 
 // ConsoleTail is the console's last n lines.
 func (v *VM) ConsoleTail(n int) string {
 	b, _ := os.ReadFile(v.ConsolePath())
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
+	return testutil.Tail(string(b), n)
 }
 
 // SSHCommand is the command line that reaches the guest as root.
@@ -223,15 +223,6 @@ func sweep(dir string) {
 			_ = os.RemoveAll(m)
 		}
 	}
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }

@@ -6,12 +6,12 @@
 package selfinstall
 
 import (
-	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/unitlet/unitlet/runtime/instancefs"
 )
 
 // Main is "unitlet install --to PATH".
@@ -33,31 +33,23 @@ func Main(args []string) int {
 	return 0
 }
 
-// Install copies src to dst (0755), creating dst's directory, through a
-// temporary file in that directory synced before the rename.
+// Install copies src to dst (0755) with instancefs' atomic write (temp
+// file, fsync, rename, directory fsync), creating dst's directory without
+// following a symlink on the way.
 func Install(src, dst string) error {
 	if !filepath.IsAbs(dst) {
 		return fmt.Errorf("--to %q: want an absolute path", dst)
 	}
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return err
-	}
-	in, err := os.Open(src)
+	bin, err := os.ReadFile(src)
 	if err != nil {
 		return err
 	}
-	defer in.Close()
-	tmp, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".new-*")
+	d, err := instancefs.MkdirAll(filepath.Dir(dst), 0o755)
 	if err != nil {
 		return err
 	}
-	_, err = io.Copy(tmp, in)
-	err = errors.Join(err, tmp.Chmod(0o755), tmp.Sync(), tmp.Close())
-	if err == nil {
-		err = os.Rename(tmp.Name(), dst)
-	}
-	if err != nil {
-		_ = os.Remove(tmp.Name())
+	defer d.Close()
+	if err := instancefs.WriteAtomicBeneath(d, filepath.Base(dst), bin, 0o755); err != nil {
 		return fmt.Errorf("install %s: %w", dst, err)
 	}
 	return nil

@@ -30,9 +30,10 @@ func TestInstallReplacesARunningBinary(t *testing.T) {
 	if err != nil || fi.Mode().Perm() != 0o755 {
 		t.Fatalf("installed mode %v, %v", fi.Mode(), err)
 	}
-	left, _ := filepath.Glob(filepath.Join(dir, "bin", ".unitlet.new-*"))
-	if len(left) != 0 {
-		t.Errorf("temporary files left: %v", left)
+	left, _ := filepath.Glob(filepath.Join(dir, "bin", "*"))
+	hidden, _ := filepath.Glob(filepath.Join(dir, "bin", ".*"))
+	if len(left) != 1 || len(hidden) != 0 {
+		t.Errorf("files beside the binary: %v %v, want none", left, hidden)
 	}
 }
 

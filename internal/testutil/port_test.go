@@ -13,3 +13,22 @@ func TestFreePortCanBeListenedOn(t *testing.T) {
 	}
 	_ = l.Close()
 }
+
+func TestTail(t *testing.T) {
+	tests := map[string]struct {
+		in   string
+		n    int
+		want string
+	}{
+		"shorter":          {"a\nb", 5, "a\nb"},
+		"cut":              {"a\nb\nc\n", 2, "b\nc"},
+		"trailing newline": {"a\n", 1, "a"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := Tail(tc.in, tc.n); got != tc.want {
+				t.Errorf("Tail(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
+			}
+		})
+	}
+}

@@ -123,24 +123,24 @@ func subsystemOption(opt string) bool {
 // no limit can be set and no kill can be proven through cgroups.
 var ErrNoDelegation = errors.New("cgroups: no delegated cgroup hierarchy")
 
-// HierarchyDirs maps a cgroup path as systemd names it ("/a.slice/b.service")
-// to its directory in every hierarchy mounted below mountRoot ("" is
-// DefaultMountRoot): the cgroup itself on a v2 host, one per mount point
-// on a v1 or hybrid host. A process of the cgroup can be in any of them, so
-// a kill is proven only once each is seen empty.
-func HierarchyDirs(mountRoot, cgroup string) ([]string, error) {
+// HierarchyMounts lists the mount point of every hierarchy mounted below
+// mountRoot ("" is DefaultMountRoot), each once: the root itself on a v2
+// host, one per hierarchy on a v1 or hybrid host. A process of a cgroup
+// can be in any of them, so a kill is proven only once the cgroup is seen
+// empty below each.
+func HierarchyMounts(mountRoot string) ([]string, error) {
 	_, h, err := detect(mountRoot)
 	if err != nil {
 		return nil, err
 	}
 	seen := map[string]bool{}
-	var dirs []string
-	for _, mount := range h { // co-mounted controllers share a mount point
-		if !seen[mount] {
-			seen[mount] = true
-			dirs = append(dirs, filepath.Join(mount, cgroup))
+	var mounts []string
+	for _, m := range h { // co-mounted controllers share a mount point
+		if !seen[m] {
+			seen[m] = true
+			mounts = append(mounts, m)
 		}
 	}
-	sort.Strings(dirs)
-	return dirs, nil
+	sort.Strings(mounts)
+	return mounts, nil
 }

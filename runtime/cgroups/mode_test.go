@@ -2,7 +2,6 @@ package cgroups
 
 import (
 	"errors"
-	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -74,32 +73,33 @@ func TestSubsystemOption(t *testing.T) {
 	}
 }
 
-func TestHierarchyDirs(t *testing.T) {
-	const cg = "/unitlet-x.slice/unitlet-x-g1.service"
+func TestHierarchyMounts(t *testing.T) {
 	mode, h, err := detect("")
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := HierarchyDirs("", cg)
+	got, err := HierarchyMounts("")
 	if err != nil {
 		t.Fatal(err)
 	}
-	mounts := map[string]bool{}
+	want := map[string]bool{}
 	for _, m := range h {
-		mounts[m] = true
+		want[m] = true
 	}
-	if len(got) != len(mounts) {
-		t.Fatalf("%s host: %d dirs %v for %d mount points", mode, len(got), got, len(mounts))
-	}
-	for _, d := range got {
-		if !mounts[filepath.Dir(filepath.Dir(d))] || filepath.Base(d) != filepath.Base(cg) {
-			t.Errorf("%s is not %s below a mount point", d, cg)
+	gotSet := map[string]bool{}
+	for _, m := range got {
+		if gotSet[m] {
+			t.Errorf("%s listed twice", m)
 		}
+		gotSet[m] = true
 	}
-	if mode == ModeV2 && got[0] != DefaultMountRoot+cg {
-		t.Errorf("v2: %v, want [%s]", got, DefaultMountRoot+cg)
+	if diff := cmp.Diff(want, gotSet); diff != "" {
+		t.Errorf("%s host: mount points (-want,+got):\n%s", mode, diff)
 	}
-	if _, err := HierarchyDirs(t.TempDir(), cg); !errors.Is(err, ErrNoDelegation) {
+	if mode == ModeV2 && (len(got) != 1 || got[0] != DefaultMountRoot) {
+		t.Errorf("v2: %v, want [%s]", got, DefaultMountRoot)
+	}
+	if _, err := HierarchyMounts(t.TempDir()); !errors.Is(err, ErrNoDelegation) {
 		t.Errorf("no cgroups below a dir: %v, want ErrNoDelegation", err)
 	}
 }

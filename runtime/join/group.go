@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/unitlet/unitlet/runtime/instancefs"
 )
 
 // The range system groups are allocated from, top down, as Debian's
@@ -65,11 +67,8 @@ func (db GroupDB) Resolve(spec string) (int, error) {
 // group, and returns its gid. A numeric gid or an existing group is
 // returned as it is.
 func (db GroupDB) Ensure(spec string) (int, error) {
-	if gid, err := db.Resolve(spec); err == nil || spec == "" {
+	if gid, err := db.Resolve(spec); err == nil || !isName(spec) {
 		return gid, err
-	}
-	if _, err := strconv.Atoi(spec); err == nil {
-		return db.Resolve(spec)
 	}
 	unlock, err := db.lock()
 	if err != nil {
@@ -129,9 +128,9 @@ func freeGID(groups map[string]int) int {
 	return -1
 }
 
-// append writes file with line added, through a temporary file renamed
-// over it with the old file's mode and owner; optional: a missing file is
-// left missing.
+// append writes file with line added, atomically (instancefs), keeping
+// the old file's mode and owner (gshadow is root:shadow 0640); optional:
+// a missing file is left missing.
 func (db GroupDB) append(file, line string, optional bool) error {
 	path := filepath.Join(db.dir(), file)
 	old, err := os.ReadFile(path)
@@ -141,31 +140,23 @@ func (db GroupDB) append(file, line string, optional bool) error {
 	if err != nil {
 		return err
 	}
-	fi, err := os.Stat(path)
-	if err != nil {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
 		return err
 	}
 	if len(old) > 0 && old[len(old)-1] != '\n' {
 		old = append(old, '\n')
 	}
-	tmp := path + "+" // the name shadow's tools use for the same purpose
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, fi.Mode().Perm())
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(append(old, line...))
-	if st, ok := fi.Sys().(*unix.Stat_t); ok && err == nil {
-		err = f.Chown(int(st.Uid), int(st.Gid))
-	}
-	err = errors.Join(err, f.Chmod(fi.Mode().Perm()), f.Sync(), f.Close())
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
+	if err := instancefs.WriteAtomic(db.dir(), file, append(old, line...), os.FileMode(st.Mode&0o7777)); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	return nil
+	return os.Lchown(path, int(st.Uid), int(st.Gid))
+}
+
+// isName: spec names a group (not empty, not a gid).
+func isName(spec string) bool {
+	_, err := strconv.Atoi(spec)
+	return spec != "" && err != nil
 }
 
 // lock takes the lock every shadow tool and systemd-sysusers take before

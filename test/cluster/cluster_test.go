@@ -13,6 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
@@ -29,6 +30,7 @@ func TestDaemonSet(t *testing.T) {
 		{Name: "install: the agent pod runs, the node joins", Run: install},
 		{Name: "metrics: only an authorized scraper reads them", Run: metricsAuthorized},
 		{Name: "approve: the samples serve", Run: approveAndServe},
+		{Name: "envFrom: read only where an administrator opted in", Run: envFromOptIn},
 		{Name: "swap: a template edit under load, 0 failed requests", Run: swapUnderLoad},
 		{Name: "rollout: a new agent image restarts no app", Run: rollout},
 		{Name: "delete: an Instance leaves nothing on the node", Run: deleteOne},
@@ -77,6 +79,47 @@ func approveAndServe(t *testing.T) {
 		}
 	}
 	kubectl(t, "wait", "--for=condition=Ready", "--timeout=180s", "inst/shop", "inst/ledger")
+}
+
+// envFromOptIn: with the shipped RBAC the agent reads a Secret only in a
+// namespace an administrator opted in. Before the opt-in the Generation
+// says so and names the command; after it, the app runs with the
+// Secret's data in its environment.
+func envFromOptIn(t *testing.T) {
+	ctx := context.Background()
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "app-env", Namespace: testutil.Namespace},
+		StringData: map[string]string{"DB_URL": "postgres://db.example/app"}}
+	if err := k8s.Create(ctx, secret); err != nil {
+		t.Fatal(err)
+	}
+	inst := testutil.Sample(t, "hosting_v1alpha1_instance_replace.yaml", cluster.NodeName)
+	inst.Name, inst.Spec.Host = "configured", "configured.example.com"
+	inst.Spec.Template.EnvFrom = []v1.EnvFromSource{{SecretRef: &v1.LocalObjectReference{Name: "app-env"}}}
+	if err := k8s.Create(ctx, inst); err != nil {
+		t.Fatal(err)
+	}
+	optIn := "kubectl create rolebinding unitlet-agent-env -n " + testutil.Namespace
+	eventually(t, "generation 1 refused its envFrom, naming the opt-in", 2*time.Minute, func() (bool, string) {
+		g := &v1.Generation{}
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: testutil.Namespace, Name: "configured-g1"}, g); err != nil {
+			return false, err.Error()
+		}
+		c := meta.FindStatusCondition(g.Status.Conditions, v1.ConditionPrepared)
+		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == "EnvUnavailable" && strings.Contains(c.Message, optIn),
+			testutil.Conditions(g.Status.Conditions)
+	})
+	kubectl(t, "create", "rolebinding", "unitlet-agent-env", "-n", testutil.Namespace,
+		"--clusterrole=unitlet-agent-env-reader", "--serviceaccount=unitlet-system:unitlet-agent")
+	eventually(t, "configured serving once opted in", 4*time.Minute, func() (bool, string) {
+		i := kube.Instance(t, "configured")
+		return i.Status.ActiveGeneration == 1 && meta.IsStatusConditionTrue(i.Status.Conditions, v1.ConditionReady), testutil.Conditions(i.Status.Conditions)
+	})
+	pid := kube.Generation(t, "configured", 1).Status.MainPID
+	if env := c.VM.MustRun(t, fmt.Sprintf("tr '\\0' '\\n' </proc/%d/environ", pid)); !strings.Contains(env, "DB_URL=postgres://db.example/app") {
+		t.Errorf("the app's environment lacks the Secret's DB_URL:\n%s", env)
+	}
+	kube.DeleteAndWait(t, "configured", 3*time.Minute)
+	leftOnNode(t, "configured")
 }
 
 // metricsAuthorized scrapes the agent's HTTPS metrics from the node as
@@ -186,14 +229,8 @@ func uninstall(t *testing.T) {
 // node: a unit, a cgroup, a run or data directory.
 func leftOnNode(t *testing.T, name string) {
 	t.Helper()
-	for what, script := range map[string]string{
-		"units":   "systemctl list-units --all --plain --no-legend 'unitlet-default-" + name + "*' || true",
-		"cgroups": "find /sys/fs/cgroup -name 'unitlet-default-" + name + "*' -type d",
-		"dirs":    "ls -d /run/unitlet/default/" + name + " /var/lib/unitlet/instances/default/" + name + " 2>/dev/null || true",
-	} {
-		if out := c.VM.MustRun(t, script); out != "" {
-			t.Errorf("%s of %s left on the node:\n%s", what, name, out)
-		}
+	if left := c.VM.Leftovers(t, testutil.Namespace, name); len(left) != 0 {
+		t.Errorf("left of %s on the node: %v", name, left)
 	}
 }
 

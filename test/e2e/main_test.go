@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -112,7 +111,7 @@ func startAgent(t *testing.T, name string, opts ...func(*agent)) *agent {
 		expectReaped(t, idle)
 		if t.Failed() {
 			if b, err := os.ReadFile(a.logPath); err == nil {
-				t.Logf("agent %s log (tail):\n%s", name, tail(string(b), 60))
+				t.Logf("agent %s log (tail):\n%s", name, testutil.Tail(string(b), 60))
 			}
 		}
 		a.sweep(t)
@@ -183,14 +182,6 @@ func (a *agent) sweep(t *testing.T) {
 		t.Logf("sweep %s: %v", a.cgroupRoot, err)
 	}
 	_ = os.RemoveAll(a.runRoot)
-}
-
-func tail(s string, lines int) string {
-	parts := strings.Split(s, "\n")
-	if len(parts) > lines {
-		parts = parts[len(parts)-lines:]
-	}
-	return strings.Join(parts, "\n")
 }
 
 func eventually(t *testing.T, what string, limit time.Duration, cond func() (bool, string)) {

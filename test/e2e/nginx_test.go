@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/unitlet/unitlet/internal/testutil"
 )
 
 // proxyGroup is the group the e2e agents give the Instances' run dirs and
@@ -69,7 +71,7 @@ http {
 		_ = cmd.Wait()
 		if t.Failed() {
 			if b, err := os.ReadFile(filepath.Join(dir, "error.log")); err == nil {
-				t.Logf("nginx error log:\n%s", tail(string(b), 30))
+				t.Logf("nginx error log:\n%s", testutil.Tail(string(b), 30))
 			}
 		}
 	})

@@ -17,7 +17,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
@@ -29,7 +28,7 @@ import (
 
 // nodeName is the guest's hostname: the DaemonSet passes spec.nodeName,
 // which on a real node is its hostname too.
-const nodeName = "unitlet-node"
+const nodeName = nodevm.Hostname
 
 // Where the agent lives in the guest: the binary where the DaemonSet's
 // init container copies it, credentials where a kubelet-less service
@@ -176,18 +175,8 @@ func agentCredentials(ctx context.Context) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := clientcmd.Load(kc)
-	if err != nil {
-		return nil, err
-	}
-	for _, c := range cfg.Clusters {
-		// The guest reaches this machine's loopback at another address;
-		// the serving certificate names localhost.
-		c.Server = strings.Replace(c.Server, "127.0.0.1", nodevm.GuestHostAddr, 1)
-		c.Server = strings.Replace(c.Server, "localhost", nodevm.GuestHostAddr, 1)
-		c.TLSServerName = "localhost"
-	}
-	return clientcmd.Write(*cfg)
+	// envtest's serving certificate names localhost only.
+	return nodevm.GuestKubeconfig(kc, "localhost")
 }
 
 // installAgent puts the binary and credentials in the guest and starts

@@ -261,24 +261,8 @@ func deleteAll(t *testing.T) {
 	// The namespace's slice (unitlet-default.slice) is the platform's, as
 	// the kubelet's kubepods slices are: it stays, empty. Nothing of an
 	// Instance does.
-	var left []string
-	for _, u := range units(t) {
-		if strings.HasPrefix(u, "unitlet-default-") {
-			left = append(left, u)
-		}
-	}
-	if len(left) != 0 {
-		t.Errorf("units left: %v", left)
-	}
-	for _, dir := range []string{
-		"/run/unitlet/default", "/var/lib/unitlet/instances/default",
-	} {
-		if left := guest(t, "ls -A "+dir+" 2>/dev/null || true"); left != "" {
-			t.Errorf("left in %s: %s", dir, left)
-		}
-	}
-	if left := guest(t, "find /sys/fs/cgroup -name 'unitlet-default-*' -type d"); left != "" {
-		t.Errorf("cgroups left:\n%s", left)
+	if left := vm.Leftovers(t, testutil.Namespace, ""); len(left) != 0 {
+		t.Errorf("left on the node: %v", left)
 	}
 }
 
