@@ -240,7 +240,7 @@ func (l *enrollmentLoop) decision() join.Decision {
 }
 
 // ready is the readiness check: the agent works once it has read its
-// Enrollment and reported to it. Whether the node may host is the
+// Enrollment; a later loss of the API server does not undo it. Whether the node may host is the
 // Enrollment's and the mode metric's to say, not readiness': a node
 // awaiting approval must not hold up a DaemonSet's rollout.
 func (l *enrollmentLoop) ready() error {

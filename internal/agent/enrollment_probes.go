@@ -11,7 +11,7 @@ import (
 
 // probeServer answers the kubelet's (or a load balancer's) probes:
 // /healthz is 200 while the process serves; /readyz is 200 once the agent
-// has reached the API server and reported its node; /hostingz is 200 while
+// has read its Enrollment from the API server (once: it does not go back); /hostingz is 200 while
 // the node accepts new work and 503 naming the stage otherwise. It replaces the
 // manager's probe server, whose failing checks answer 500 and withhold
 // the reason.
