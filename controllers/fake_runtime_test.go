@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/unitlet/unitlet/runtime/cgroups"
+	"github.com/unitlet/unitlet/runtime/identity"
 	"github.com/unitlet/unitlet/runtime/node"
 	"github.com/unitlet/unitlet/runtime/outcome"
 	"github.com/unitlet/unitlet/runtime/units"
@@ -77,6 +78,23 @@ func (f *fakeRuntime) set(fn func(f *fakeRuntime)) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	fn(f)
+}
+
+// Identity knows two users besides the Instance's own uid: root (uid 0)
+// and app; any other is unknown.
+func (f *fakeRuntime) Identity(_ node.InstanceRef, user string, allowRoot bool) (identity.Credential, error) {
+	switch user {
+	case "":
+		return identity.Credential{UID: 1879048192, GID: 1879048192}, nil
+	case "app":
+		return identity.Credential{UID: 1000, GID: 1000, User: user}, nil
+	case "root":
+		if !allowRoot {
+			return identity.Credential{}, identity.ErrRootRefused
+		}
+		return identity.Credential{User: user}, nil
+	}
+	return identity.Credential{}, identity.ErrUnknownUser
 }
 
 func (f *fakeRuntime) Start(_ context.Context, req node.StartRequest) node.StartResult {

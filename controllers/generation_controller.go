@@ -136,7 +136,7 @@ func (r *GenerationReconciler) start(ctx context.Context, inst *v1.Instance, gen
 	began := r.Clock.Now()
 	res := r.Runtime.Start(ctx, node.StartRequest{
 		Ref: refOf(gen), Host: host, Command: t.Command, Args: t.Args,
-		SpecEnv: specEnv(t), RefEnv: refs, WorkingDir: t.WorkingDir, User: t.User,
+		SpecEnv: specEnv(t), RefEnv: refs, WorkingDir: t.WorkingDir, User: t.User, AllowRoot: r.Gate.AllowsRoot(),
 		Tier: tierOf(t.Tier), Parent: tierOf(t.Tier), Grace: r.Grace,
 	})
 	metrics.ObserveStart(res.Start.Kind.String(), r.Clock.Since(began))

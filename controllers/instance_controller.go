@@ -114,6 +114,9 @@ func (r *InstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_
 	if inst.Spec.Suspend {
 		return s.suspend(ctx)
 	}
+	if refused, err := s.identityRefused(); refused || err != nil {
+		return ctrl.Result{RequeueAfter: identityRecheck}, err
+	}
 	if ok, res, err := s.ensureSeed(ctx); !ok || err != nil {
 		return res, err
 	}

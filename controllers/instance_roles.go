@@ -34,7 +34,7 @@ func (s *swap) roleRequest(ctx context.Context, ref node.Ref, role v1.Role) (nod
 	}
 	return node.StartRequest{
 		Ref: ref, Host: s.inst.Spec.Host, Command: role.Command, Args: role.Args,
-		SpecEnv: specEnv(t), RefEnv: refs, WorkingDir: t.WorkingDir, User: t.User,
+		SpecEnv: specEnv(t), RefEnv: refs, WorkingDir: t.WorkingDir, User: t.User, AllowRoot: s.r.Gate.AllowsRoot(),
 		Parent: tierOf(t.Tier), Grace: time.Second,
 	}, nil
 }

@@ -34,6 +34,11 @@ const (
 	// ReasonHostInUse: another Instance on the node, created first,
 	// serves the same spec.host; this one starts nothing.
 	ReasonHostInUse = "HostInUse"
+	// ReasonRootNotAllowed: the template's user is uid 0 and the node's
+	// Enrollment does not allow root; ReasonUnknownUser: the node has no
+	// such user. Nothing of the Instance starts until that changes.
+	ReasonRootNotAllowed = "RootNotAllowed"
+	ReasonUnknownUser    = "UnknownUser"
 	// ReasonExited: the serving generation's app ended on its own.
 	ReasonExited = "Exited"
 	// ReasonRestarting: a successor with the same template replaces a

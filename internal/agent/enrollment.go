@@ -179,6 +179,9 @@ func (l *enrollmentLoop) round(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if l.gate.SetRoot(enr.Spec.AllowRoot) {
+		l.log.Info("root for Instances", "allowed", enr.Spec.AllowRoot)
+	}
 	if armed, _ := join.Armed(checks); approved && !armed {
 		if now := l.clock.Now(); l.prepared.IsZero() || now.Sub(l.prepared) >= l.prepareEvery {
 			l.prepared = now

@@ -104,8 +104,8 @@ func TestAgentWritesOnlyItsOwnNode(t *testing.T) {
 }
 
 // TestAgentCannotApproveOrEditSpecs: like NodeRestriction, an agent's
-// token cannot approve its own node (at creation or later) nor change an
-// Instance's spec, even with RBAC that would allow it; its finalizer and
+// token cannot approve its own node or allow root on it (at creation or
+// later) nor change an Instance's spec, even with RBAC that would allow it; its finalizer and
 // status writes still go through.
 func TestAgentCannotApproveOrEditSpecs(t *testing.T) {
 	ctx := testCtx(t)
@@ -121,12 +121,16 @@ func TestAgentCannotApproveOrEditSpecs(t *testing.T) {
 		}
 		return nil
 	}
-	const wantApproval = "may not set or change spec.approved"
+	const wantApproval = "may not set or change an Enrollment's spec"
 	t.Cleanup(func() { deleteForce(t, &hostingv1alpha1.Enrollment{ObjectMeta: metav1.ObjectMeta{Name: node}}) })
 	eventually(t, "an agent creating its Enrollment approved is refused", func() error {
 		enr := &hostingv1alpha1.Enrollment{ObjectMeta: metav1.ObjectMeta{Name: node}, Spec: hostingv1alpha1.EnrollmentSpec{Approved: true}}
 		return refused(agent.Create(ctx, enr), wantApproval)
 	})
+	rooted := &hostingv1alpha1.Enrollment{ObjectMeta: metav1.ObjectMeta{Name: node}, Spec: hostingv1alpha1.EnrollmentSpec{AllowRoot: true}}
+	if err := refused(agent.Create(ctx, rooted), wantApproval); err != nil {
+		t.Errorf("the agent creating its Enrollment with root allowed: %v", err)
+	}
 	enr := &hostingv1alpha1.Enrollment{ObjectMeta: metav1.ObjectMeta{Name: node}}
 	if err := agent.Create(ctx, enr); err != nil {
 		t.Fatalf("the agent creating its Enrollment unapproved: %v", err)
@@ -135,6 +139,11 @@ func TestAgentCannotApproveOrEditSpecs(t *testing.T) {
 	enr.Spec.Approved = true
 	if err := refused(agent.Patch(ctx, enr, patch), wantApproval); err != nil {
 		t.Errorf("the agent approving itself: %v", err)
+	}
+	enr.Spec.Approved = false
+	enr.Spec.AllowRoot = true
+	if err := refused(agent.Patch(ctx, enr, patch), wantApproval); err != nil {
+		t.Errorf("the agent allowing root on its node: %v", err)
 	}
 	// Approved by an administrator: the agent cannot take it back either,
 	// yet writes its status.

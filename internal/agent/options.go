@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/unitlet/unitlet/internal/hostgate"
+	"github.com/unitlet/unitlet/runtime/identity"
 )
 
 // Backend names a unit backend.
@@ -37,6 +38,8 @@ type Options struct {
 	// HostEtc is the node's /etc as the agent sees it: where the socket
 	// group is looked up and created.
 	HostEtc string
+	// AppIDs are the uids (and gids) given to Instances without a user.
+	AppIDs identity.Range
 	// Gate is not a flag: Run sets it before setupHosting, and the hosting
 	// reconcilers consult it before they start new work.
 	Gate hostgate.Gate
@@ -58,7 +61,12 @@ func Parse(args []string) (Options, error) {
 	fs.StringVar(&o.UnitBackend, "unit-backend", BackendAuto, "how units are started: systemd, direct or auto (systemd when its bus answers)")
 	fs.BoolVar(&o.RequireEnrollment, "require-enrollment", true, "host nothing until this node's Enrollment is approved and its guard armed")
 	fs.StringVar(&o.SocketGroup, "socket-group", "unitlet", "group that owns the Instances' run dirs and sockets (a proxy in it can connect)")
-	fs.StringVar(&o.HostEtc, "host-etc", "/etc", "the node's /etc as the agent sees it (its group database); in a container, the host's /etc mounted there")
+	fs.StringVar(&o.HostEtc, "host-etc", "/etc", "the node's /etc as the agent sees it (its user and group database); in a container, the host's /etc mounted there")
+	o.AppIDs = identity.DefaultRange
+	fs.Func("app-ids", "FIRST-LAST: the uids (and equal gids) reserved for Instances without a user, each its own; no user or group of the node may be in it (default "+identity.DefaultRange.String()+")", func(v string) (err error) {
+		o.AppIDs, err = identity.ParseRange(v)
+		return err
+	})
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "address of the metrics endpoint; 0 disables it")
 	fs.BoolVar(&o.MetricsSecure, "metrics-secure", true, "serve metrics over HTTPS to callers the API server authenticates and authorizes (GET /metrics); false serves plain HTTP")

@@ -11,6 +11,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/unitlet/unitlet/runtime/cgroups"
+	"github.com/unitlet/unitlet/runtime/identity"
 	"github.com/unitlet/unitlet/runtime/join"
 	"github.com/unitlet/unitlet/runtime/layout"
 	"github.com/unitlet/unitlet/runtime/node"
@@ -54,7 +55,8 @@ func newRuntime(opts Options, log logr.Logger) (*node.Node, string, error) {
 		return nil, "", fmt.Errorf("%s backend: %w", name, err)
 	}
 	n, err := node.New(node.Config{
-		Layout: lay, Backend: backend, SocketGID: socketGID(join.GroupDB{Dir: opts.HostEtc}, opts.SocketGroup, log), AppUID: -1, Exe: exe, Log: log,
+		Layout: lay, Backend: backend, SocketGID: socketGID(join.GroupDB{Dir: opts.HostEtc}, opts.SocketGroup, log),
+		Users: identity.Users{Dir: opts.HostEtc}, IDs: opts.AppIDs, Exe: exe, Log: log,
 		LogMaxBytes: 8 << 20, LogKeep: 3,
 	})
 	return n, name, err

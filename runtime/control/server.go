@@ -39,10 +39,10 @@ type Config struct {
 	Fence Fence
 	// State reports the generation's state for GET /v1/instance.
 	State func() string
-	// DataDir and SchedulesFile: where PUT /v1/schedules stores the body,
+	// Dir and SchedulesFile: where PUT /v1/schedules stores the body,
 	// beneath the tenant-writable data dir.
-	DataDir, SchedulesFile string
-	Logger                 logr.Logger
+	Dir, SchedulesFile string
+	Logger             logr.Logger
 }
 
 // InstanceReply is the body of GET /v1/instance.
@@ -80,7 +80,7 @@ func Handler(cfg Config) http.Handler {
 			return
 		}
 		err = cfg.Fence(func() error {
-			return instancefs.WriteAtomic(cfg.DataDir, cfg.SchedulesFile, body, 0o600)
+			return instancefs.WriteAtomic(cfg.Dir, cfg.SchedulesFile, body, 0o600)
 		})
 		switch {
 		case errors.Is(err, ErrNotServing):

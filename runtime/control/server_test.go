@@ -44,7 +44,7 @@ func startInstance(t *testing.T, name, token string, gen uint64, fence Fence) in
 		},
 		Fence:         fence,
 		State:         func() string { return "Running" },
-		DataDir:       dataDir,
+		Dir:           dataDir,
 		SchedulesFile: "schedules.json",
 	})
 	if err != nil {
@@ -153,8 +153,8 @@ func TestRetiringGenerationWriteIs409(t *testing.T) {
 				env, err := instancefs.ReadEnv(dataDir, "instance.env")
 				return env[tokenKey], err
 			},
-			Fence:   fence.For(gen),
-			DataDir: dataDir, SchedulesFile: "schedules.json",
+			Fence: fence.For(gen),
+			Dir:   dataDir, SchedulesFile: "schedules.json",
 		})
 		if err != nil {
 			t.Fatal(err)

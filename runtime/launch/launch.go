@@ -1,7 +1,7 @@
-// Package launch is the launch file: what a unit runs, written by prepare
-// beneath the instance data dir and read by the trampoline (unitlet exec)
-// and the unit backends. Decoding is strict because the file sits in a
-// directory the tenant can write: anything unexpected is refused.
+// Package launch is the launch file: what a unit runs and as whom,
+// written by prepare beneath the instance's private dir and read by the
+// trampoline (unitlet exec), which runs as root until it drops to the
+// file's credential. Decoding is strict: anything unexpected is refused.
 package launch
 
 import (
@@ -16,21 +16,33 @@ import (
 	"github.com/unitlet/unitlet/runtime/instancefs"
 )
 
-// Schema names this version of the file; a reader refuses any other.
-const Schema = "unitlet.dev/launch/v1"
+// Schema names this version of the file; a reader refuses any other (v1
+// files sat in the tenant's data dir and named a user by name only).
+const Schema = "unitlet.dev/launch/v2"
 
 // ErrInvalid is wrapped by every decode or validation error.
 var ErrInvalid = errors.New("invalid launch file")
 
 // File is one launch: argv exec'd with exactly Env (KEY=VALUE entries) in
-// WorkingDir as User. Host is the instance's host name, for the logs.
+// WorkingDir as Identity, in the sandbox where only Writable can be
+// written. Host is the instance's host name, for the logs.
 type File struct {
 	Schema     string   `json:"schema"`
 	Host       string   `json:"host"`
 	Argv       []string `json:"argv"`
 	Env        []string `json:"env"`
 	WorkingDir string   `json:"workingDir,omitempty"`
-	User       string   `json:"user,omitempty"`
+	Identity   Identity `json:"identity"`
+	Writable   []string `json:"writable,omitempty"`
+}
+
+// Identity is who the process runs as. User is the template's user name,
+// kept for the record; the numbers are what the trampoline sets.
+type Identity struct {
+	UID    int    `json:"uid"`
+	GID    int    `json:"gid"`
+	Groups []int  `json:"groups,omitempty"`
+	User   string `json:"user,omitempty"`
 }
 
 // Validate checks what exec needs: the schema, a non-empty argv with an
@@ -63,8 +75,21 @@ func (f File) Validate() error {
 	if f.WorkingDir != "" && (!filepath.IsAbs(f.WorkingDir) || strings.IndexByte(f.WorkingDir, 0) >= 0) {
 		return bad("workingDir %q is not absolute", f.WorkingDir)
 	}
-	if strings.IndexByte(f.User, 0) >= 0 || strings.IndexByte(f.Host, 0) >= 0 {
+	if strings.IndexByte(f.Identity.User, 0) >= 0 || strings.IndexByte(f.Host, 0) >= 0 {
 		return bad("user or host holds a NUL byte")
+	}
+	if f.Identity.UID < 0 || f.Identity.GID < 0 {
+		return bad("uid %d or gid %d is negative", f.Identity.UID, f.Identity.GID)
+	}
+	for _, g := range f.Identity.Groups {
+		if g < 0 {
+			return bad("group %d is negative", g)
+		}
+	}
+	for _, w := range f.Writable {
+		if !filepath.IsAbs(w) || filepath.Clean(w) != w || w == "/" {
+			return bad("writable path %q is not a clean absolute path below /", w)
+		}
 	}
 	return nil
 }

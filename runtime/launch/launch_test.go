@@ -12,7 +12,8 @@ import (
 )
 
 func valid() File {
-	return File{Schema: Schema, Host: "shop.example.com", Argv: []string{"/bin/app", "--x"}, Env: []string{"A=1", "B="}, WorkingDir: "/srv", User: "app"}
+	return File{Schema: Schema, Host: "shop.example.com", Argv: []string{"/bin/app", "--x"}, Env: []string{"A=1", "B="}, WorkingDir: "/srv",
+		Identity: Identity{UID: 1000, GID: 1000, Groups: []int{1000, 44}, User: "app"}, Writable: []string{"/var/lib/unitlet/instances/ns/web"}}
 }
 
 func TestRoundTrip(t *testing.T) {
@@ -39,18 +40,24 @@ func TestRoundTrip(t *testing.T) {
 
 func TestDecodeRefuses(t *testing.T) {
 	tests := map[string]string{
-		"unknown schema":   `{"schema":"unitlet.dev/launch/v0","argv":["/bin/true"]}`,
-		"no schema":        `{"argv":["/bin/true"]}`,
-		"empty argv":       `{"schema":"` + Schema + `","argv":[]}`,
-		"relative argv0":   `{"schema":"` + Schema + `","argv":["true"]}`,
-		"unknown field":    `{"schema":"` + Schema + `","argv":["/bin/true"],"privileged":true}`,
-		"trailing data":    `{"schema":"` + Schema + `","argv":["/bin/true"]} {}`,
-		"env without =":    `{"schema":"` + Schema + `","argv":["/bin/true"],"env":["A"]}`,
-		"env empty key":    `{"schema":"` + Schema + `","argv":["/bin/true"],"env":["=x"]}`,
-		"nul in argv":      `{"schema":"` + Schema + `","argv":["/bin/true","a\u0000b"]}`,
-		"relative workdir": `{"schema":"` + Schema + `","argv":["/bin/true"],"workingDir":"srv"}`,
-		"not json":         `argv=/bin/true`,
-		"array":            `[]`,
+		"unknown schema":    `{"schema":"unitlet.dev/launch/v0","argv":["/bin/true"]}`,
+		"no schema":         `{"argv":["/bin/true"]}`,
+		"empty argv":        `{"schema":"` + Schema + `","argv":[]}`,
+		"relative argv0":    `{"schema":"` + Schema + `","argv":["true"]}`,
+		"unknown field":     `{"schema":"` + Schema + `","argv":["/bin/true"],"privileged":true}`,
+		"trailing data":     `{"schema":"` + Schema + `","argv":["/bin/true"]} {}`,
+		"env without =":     `{"schema":"` + Schema + `","argv":["/bin/true"],"env":["A"]}`,
+		"env empty key":     `{"schema":"` + Schema + `","argv":["/bin/true"],"env":["=x"]}`,
+		"nul in argv":       `{"schema":"` + Schema + `","argv":["/bin/true","a\u0000b"]}`,
+		"relative workdir":  `{"schema":"` + Schema + `","argv":["/bin/true"],"workingDir":"srv"}`,
+		"a v1 file":         `{"schema":"unitlet.dev/launch/v1","argv":["/bin/true"],"user":"app"}`,
+		"negative uid":      `{"schema":"` + Schema + `","argv":["/bin/true"],"identity":{"uid":-1,"gid":0}}`,
+		"negative group":    `{"schema":"` + Schema + `","argv":["/bin/true"],"identity":{"uid":1,"gid":1,"groups":[-5]}}`,
+		"relative writable": `{"schema":"` + Schema + `","argv":["/bin/true"],"writable":["data"]}`,
+		"writable root":     `{"schema":"` + Schema + `","argv":["/bin/true"],"writable":["/"]}`,
+		"unclean writable":  `{"schema":"` + Schema + `","argv":["/bin/true"],"writable":["/var/../etc"]}`,
+		"not json":          `argv=/bin/true`,
+		"array":             `[]`,
 	}
 	for name, in := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -85,12 +85,24 @@ func (i Instance) ShortID() string {
 	return hex.EncodeToString(sum[:8])
 }
 
-// DataDir is <state>/instances/<ns>/<name>: the instance's own files (env
-// file, launch files, schedules). Mode 0700; the tenant may write in it,
-// so everything beneath is opened through instancefs.
+// DataDir is <state>/instances/<ns>/<name>: the app's own files, owned
+// by the Instance's user, mode 0700. The tenant writes in it, so anything
+// the agent does beneath it goes through instancefs, and nothing the agent
+// trusts lives there.
 func (i Instance) DataDir() string {
 	return filepath.Join(i.layout.StateRoot, "instances", i.namespace, i.name)
 }
+
+// PrivateDir is <state>/private/<ns>/<name>: what the agent keeps for the
+// instance (launch files, env file with the admin token, schedules), root's
+// alone. A launch file says whom to run as, so the app must never be able
+// to write one.
+func (i Instance) PrivateDir() string {
+	return filepath.Join(i.layout.StateRoot, "private", i.namespace, i.name)
+}
+
+// IdentityDir holds the uids allocated to Instances (runtime/identity).
+func (l Layout) IdentityDir() string { return filepath.Join(l.StateRoot, "ids") }
 
 // RunDir is <run>/<ns>/<name> (or <run>/h/<ShortID> when that would not
 // leave room for socket names within sun_path): sockets and exit records.
@@ -133,14 +145,14 @@ func (i Instance) LogDir() string { return filepath.Join(i.runDir, "logs") }
 // writable, so a tenant cannot forge one).
 func (i Instance) ExitDir() string { return i.runDir }
 
-// EnvFileName is the instance env file (admin token) beneath DataDir.
+// EnvFileName is the instance env file (admin token) beneath PrivateDir.
 const EnvFileName = "instance.env"
 
-// SchedulesFileName holds the app's own timers beneath DataDir.
+// SchedulesFileName holds the app's own timers beneath PrivateDir.
 const SchedulesFileName = "schedules.json"
 
 // EnvFile is the full path of the instance env file.
-func (i Instance) EnvFile() string { return filepath.Join(i.DataDir(), EnvFileName) }
+func (i Instance) EnvFile() string { return filepath.Join(i.PrivateDir(), EnvFileName) }
 
 // LogFile is the per-instance, size-rotated log file. It lives under the
 // state root but outside the tenant-writable data dir.

@@ -23,6 +23,8 @@ func TestInstancePaths(t *testing.T) {
 	}
 	got := map[string]string{
 		"data":    inst.DataDir(),
+		"private": inst.PrivateDir(),
+		"ids":     l.IdentityDir(),
 		"run":     inst.RunDir(),
 		"app":     app,
 		"control": ControlSocket(app),
@@ -35,11 +37,13 @@ func TestInstancePaths(t *testing.T) {
 	}
 	want := map[string]string{
 		"data":    "/var/lib/unitlet/instances/shop-ns/web.v2",
+		"private": "/var/lib/unitlet/private/shop-ns/web.v2",
+		"ids":     "/var/lib/unitlet/ids",
 		"run":     "/run/unitlet/shop-ns/web.v2",
 		"app":     "/run/unitlet/shop-ns/web.v2/g3/app.sock",
 		"control": "/run/unitlet/shop-ns/web.v2/g3/app.sock.control",
 		"stable":  "/run/unitlet/shop-ns/web.v2/app.sock",
-		"env":     "/var/lib/unitlet/instances/shop-ns/web.v2/instance.env",
+		"env":     "/var/lib/unitlet/private/shop-ns/web.v2/instance.env",
 		"logdir":  "/run/unitlet/shop-ns/web.v2/logs",
 		"logfile": "/var/lib/unitlet/logs/shop-ns/web.v2/app.log",
 		"cgroup":  "unitlet/unitlet-shop-ns_web.v2",

@@ -36,7 +36,7 @@ func TestPromoteMovesTheFence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env, err := instancefs.ReadEnv(li.DataDir(), layout.EnvFileName)
+	env, err := instancefs.ReadEnv(li.PrivateDir(), layout.EnvFileName)
 	if err != nil {
 		t.Fatal(err)
 	}

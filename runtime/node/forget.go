@@ -49,8 +49,7 @@ func (n *Node) Forget(ctx context.Context, ref Ref) error {
 			errs = append(errs, removeFile(sock))
 		}
 	}
-	// The data dir is the tenant's to write: nothing in it is followed.
-	if d, err := instancefs.OpenDir(li.DataDir()); err == nil {
+	if d, err := instancefs.OpenDir(li.PrivateDir()); err == nil {
 		if err := instancefs.RemoveBeneath(d, p.LaunchFile()); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, err)
 		}

@@ -34,7 +34,7 @@ func TestForget(t *testing.T) {
 		}
 		li := p.Instance()
 		gen, _ := li.GenDir(r.Generation)
-		return []string{gen, filepath.Join(li.DataDir(), p.LaunchFile()), p.LogSocket(), p.LogFIFO(),
+		return []string{gen, filepath.Join(li.PrivateDir(), p.LaunchFile()), p.LogSocket(), p.LogFIFO(),
 			filepath.Join(li.ExitDir(), record.Name(p, record.StartSuffix))}
 	}
 	if err := e.node.Forget(ctx, r1.Ref); !errors.Is(err, ErrHeld) {

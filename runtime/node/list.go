@@ -88,7 +88,7 @@ func (n *Node) relisten(in *instance, p layout.Proc) (*logs.Listener, error) {
 		return nil, err
 	}
 	host := ""
-	if lf, err := launch.Read(li.DataDir(), p.LaunchFile()); err == nil {
+	if lf, err := launch.Read(li.PrivateDir(), p.LaunchFile()); err == nil {
 		host = lf.Host
 	}
 	_ = os.Remove(p.LogSocket()) // the dead agent's socket file

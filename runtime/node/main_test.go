@@ -81,11 +81,7 @@ type env struct {
 
 func newEnv(t testing.TB) *env {
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &env{exe: exe}
+	e := &env{exe: layouttest.Exe(t, testPrefix)}
 	// Registered first, so it runs after the roots' sweep.
 	t.Cleanup(func() {
 		if e.node != nil {
@@ -106,7 +102,7 @@ func (e *env) newNode(t testing.TB) (*Node, *units.Direct) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := New(Config{Layout: e.lay, Backend: d, SocketGID: -1, AppUID: -1, Exe: e.exe, Log: log})
+	n, err := New(Config{Layout: e.lay, Backend: d, SocketGID: -1, Exe: e.exe, Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}

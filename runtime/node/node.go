@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/unitlet/unitlet/runtime/cgroups"
+	"github.com/unitlet/unitlet/runtime/identity"
 	"github.com/unitlet/unitlet/runtime/layout"
 	"github.com/unitlet/unitlet/runtime/outcome"
 	"github.com/unitlet/unitlet/runtime/units"
@@ -48,7 +49,8 @@ type StartRequest struct {
 	SpecEnv    map[string]string // the Instance's own env layer
 	RefEnv     map[string]string // Secret/ConfigMap data, above SpecEnv
 	WorkingDir string
-	User       string
+	User       string       // "" for the Instance's own uid
+	AllowRoot  bool         // the node's administrator allows uid 0
 	Tier       cgroups.Tier // the slot's own limit (zero for seed/sidecar)
 	Parent     cgroups.Tier // the instance parent's floor (the tier)
 	Grace      time.Duration
@@ -87,6 +89,9 @@ type Readiness struct {
 // Runtime is what the reconcilers call. Every method is safe to repeat:
 // a reconcile that crashed half-way calls it again.
 type Runtime interface {
+	// Identity says who inst's processes run as: user, or the Instance's
+	// own uid. identity.ErrRootRefused and ErrUnknownUser say why not.
+	Identity(inst InstanceRef, user string, allowRoot bool) (identity.Credential, error)
 	// Start prepares the slot (dirs, env, sockets, launch file), places it
 	// and starts its unit. The outcome says whether it may have run.
 	Start(ctx context.Context, req StartRequest) StartResult

@@ -79,9 +79,18 @@ func (n *Node) Remove(ctx context.Context, inst InstanceRef) error {
 	}
 	// RemoveAll unlinks symlinks rather than following them, so a tenant's
 	// link in the data dir cannot point it elsewhere.
-	for _, dir := range []string{li.DataDir(), li.RunDir(), filepath.Dir(li.LogFile())} {
+	removed := true
+	for _, dir := range []string{li.DataDir(), li.PrivateDir(), li.RunDir(), filepath.Dir(li.LogFile())} {
 		if err := os.RemoveAll(dir); err != nil {
+			removed = false
 			errs = append(errs, fmt.Errorf("node: remove %s: %w", dir, err))
+		}
+	}
+	// The uid goes back only with the files it owned: a later Instance
+	// given it must find nothing of this one.
+	if removed {
+		if err := n.ids.Release(inst.Namespace, inst.Name); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)

@@ -44,7 +44,7 @@ func TestRemove(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	left := []string{li.DataDir(), li.RunDir(), li.LogDir(), filepath.Dir(li.LogFile())}
+	left := []string{li.DataDir(), li.PrivateDir(), li.RunDir(), li.LogDir(), filepath.Dir(li.LogFile())}
 	for _, h := range []string{"memory", "pids", "unified"} {
 		left = append(left, filepath.Join(cgroups.DefaultMountRoot, h, li.Cgroup()))
 	}

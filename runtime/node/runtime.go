@@ -10,6 +10,7 @@ import (
 
 	"github.com/unitlet/unitlet/runtime/cgroups"
 	"github.com/unitlet/unitlet/runtime/control"
+	"github.com/unitlet/unitlet/runtime/identity"
 	"github.com/unitlet/unitlet/runtime/layout"
 	"github.com/unitlet/unitlet/runtime/logs"
 	"github.com/unitlet/unitlet/runtime/prepare"
@@ -24,8 +25,12 @@ type Config struct {
 	// CgroupMount is the cgroup mount root ("" is the host's default); it
 	// must be the one the backend was given.
 	CgroupMount string
-	// SocketGID and AppUID are handed to prepare (-1: leave as root).
-	SocketGID, AppUID int
+	// SocketGID owns the run dirs and sockets (-1: leave them root's).
+	SocketGID int
+	// Users is the node's user database, for a template's user; IDs the
+	// uids allocated to Instances without one (zero: identity.DefaultRange).
+	Users identity.Users
+	IDs   identity.Range
 	// Exe is the unitlet binary the backend runs (kept for the record).
 	Exe string
 	Log logr.Logger
@@ -83,6 +88,8 @@ type Node struct {
 	life   context.Context
 	cancel context.CancelFunc
 
+	ids *identity.Store
+
 	mu        sync.Mutex
 	instances map[InstanceRef]*instance
 }
@@ -138,9 +145,19 @@ func New(cfg Config) (*Node, error) {
 	if cfg.LogKeep <= 0 {
 		cfg.LogKeep = DefaultLogKeep
 	}
+	if cfg.IDs.Size <= 0 {
+		cfg.IDs = identity.DefaultRange
+	}
 	life, cancel := context.WithCancel(context.Background())
 	return &Node{cfg: cfg, events: make(chan Ref, eventBuffer), life: life, cancel: cancel,
+		ids:       &identity.Store{Dir: cfg.Layout.IdentityDir(), Range: cfg.IDs, Users: cfg.Users},
 		instances: map[InstanceRef]*instance{}}, nil
+}
+
+// Identity resolves who inst's processes run as (see identity.Store),
+// allocating the Instance's own uid on first use.
+func (n *Node) Identity(inst InstanceRef, user string, allowRoot bool) (identity.Credential, error) {
+	return n.ids.Resolve(inst.Namespace, inst.Name, user, allowRoot)
 }
 
 // Close stops the event watchers, closes every listener and log file the

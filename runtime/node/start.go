@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path"
 
+	"github.com/unitlet/unitlet/runtime/launch"
 	"github.com/unitlet/unitlet/runtime/layout"
 	"github.com/unitlet/unitlet/runtime/logs"
 	"github.com/unitlet/unitlet/runtime/outcome"
@@ -48,14 +49,19 @@ func (n *Node) Start(ctx context.Context, req StartRequest) StartResult {
 		return res
 	}
 
+	cred, err := n.ids.Resolve(req.Namespace, req.Name, req.User, req.AllowRoot)
+	if err != nil {
+		return notStarted(fmt.Errorf("node: identity of %s: %w", res.Unit, err))
+	}
 	logFile, err := n.logFile(p.Instance(), in)
 	if err != nil {
 		return notStarted(err)
 	}
 	pr, err := prepare.Prepare(prepare.Request{
 		Instance: p.Instance(), Host: req.Host, Role: p.Role(), Generation: p.Generation(), Sidecar: p.SidecarName(),
-		SocketGID: n.cfg.SocketGID, AppUID: n.cfg.AppUID,
-		SpecEnv: req.SpecEnv, RefEnv: req.RefEnv,
+		SocketGID: n.cfg.SocketGID,
+		App:       launch.Identity{UID: cred.UID, GID: cred.GID, Groups: cred.Groups, User: cred.User},
+		SpecEnv:   req.SpecEnv, RefEnv: req.RefEnv,
 		Fence: in.fence.For(p.Generation()), State: n.stateFunc(in, p.Generation()),
 		LogFile: logFile, Logger: n.cfg.Log,
 	})
@@ -69,7 +75,7 @@ func (n *Node) Start(ctx context.Context, req StartRequest) StartResult {
 		res.Warnings = append(res.Warnings, w.Error())
 	}
 	argv := append(append([]string{}, req.Command...), req.Args...)
-	if err := pr.WriteLaunch(req.Host, argv, req.WorkingDir, req.User); err != nil {
+	if err := pr.WriteLaunch(req.Host, argv, req.WorkingDir); err != nil {
 		pr.Close()
 		return notStarted(fmt.Errorf("node: launch file of %s: %w", res.Unit, err))
 	}
@@ -91,8 +97,8 @@ func (n *Node) Start(ctx context.Context, req StartRequest) StartResult {
 	in.floor, in.floorKnown = req.Parent, true
 	n.mu.Unlock()
 
-	// The user goes in the launch file: the trampoline drops to it after
-	// it has opened the log socket as root.
+	// The identity is in the launch file: the trampoline drops to it
+	// after it has opened the log socket and built the sandbox as root.
 	res.Start = n.cfg.Backend.Start(ctx, units.Spec{Proc: p, Tier: req.Tier, Parent: req.Parent, Grace: req.Grace})
 	if res.Start.Kind == outcome.NotStarted {
 		if err := pr.Close(); err != nil {

@@ -13,10 +13,14 @@ import (
 // Directory modes. Parents are search-only for others so the app user and
 // the socket group can reach their own dir without listing the others.
 const (
-	modeParent  = 0o711
-	modeDataDir = 0o700
-	modeRunDir  = 0o750 | unix.S_ISGID // new sockets get the socket group
-	modeLogDir  = 0o700
+	modeParent     = 0o711
+	modePrivateDir = 0o700
+	modeDataDir    = 0o700
+	// The run dir is root's: the app and the socket group only pass
+	// through it, to their generation's dir and the stable symlink.
+	modeRunDir = 0o711 | unix.S_ISGID // new sockets get the socket group
+	modeGenDir = 0o750 | unix.S_ISGID
+	modeLogDir = 0o700
 )
 
 // ensureDir makes dir and its parents (modeParent) one component at a
@@ -58,6 +62,54 @@ func setOwnerMode(d *os.File, mode uint32, uid, gid int) error {
 	// chown clears setgid; set the mode after it.
 	if err := unix.Fchmod(int(d.Fd()), mode); err != nil {
 		return fmt.Errorf("chmod %s: %w", d.Name(), err)
+	}
+	return nil
+}
+
+// ensureOwnedDir is ensureDir for a dir the app owns. When its owner is
+// not uid yet (an agent that ran apps as root made it, or the Instance's
+// identity changed) everything beneath is handed over too, so the app can
+// go on using the files it had.
+func ensureOwnedDir(dir string, mode uint32, uid, gid int) (*os.File, error) {
+	d, err := ensureDir(dir, mode, -1, -1)
+	if err != nil {
+		return nil, err
+	}
+	var st unix.Stat_t
+	if err = unix.Fstat(int(d.Fd()), &st); err == nil && (int(st.Uid) != uid || int(st.Gid) != gid) {
+		err = chownTree(d, uid, gid)
+	}
+	if err == nil {
+		err = setOwnerMode(d, mode, uid, gid)
+	}
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+// chownTree gives everything beneath d to uid:gid. No symlink is followed
+// (the tenant may have planted one) and every directory is opened beneath
+// its parent, so the walk cannot leave d.
+func chownTree(d *os.File, uid, gid int) error {
+	names, err := readDirNames(d)
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		if err := unix.Fchownat(int(d.Fd()), n, uid, gid, unix.AT_SYMLINK_NOFOLLOW); err != nil && !errors.Is(err, unix.ENOENT) {
+			return &os.PathError{Op: "chown", Path: filepath.Join(d.Name(), n), Err: err}
+		}
+		sub, err := instancefs.OpenBeneath(d, n, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW, 0)
+		if err != nil {
+			continue // not a directory, or gone
+		}
+		err = chownTree(sub, uid, gid)
+		sub.Close()
+		if err != nil {
+			return err
+		}
 	}
 	return nil
 }

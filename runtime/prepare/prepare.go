@@ -36,9 +36,12 @@ type Request struct {
 	// Sidecar is the sidecar's name (role sidecar only).
 	Sidecar string
 	// SocketGID owns the run dir and sockets (so a proxy in that group can
-	// connect); AppUID owns the data dir and generation dir (so the app can
-	// write and bind there). -1: leave as created (root).
-	SocketGID, AppUID int
+	// connect); -1 leaves them root's.
+	SocketGID int
+	// App is who the process runs as: it owns the data dir and the
+	// generation dir (so the app can write and bind there), and the
+	// launch file names it.
+	App launch.Identity
 	// SpecEnv is the Instance's env; RefEnv the referenced Secret and
 	// ConfigMap data. Platform variables win over both.
 	SpecEnv, RefEnv map[string]string
@@ -64,6 +67,8 @@ type Result struct {
 	// env key under UNITLET_ from spec or refs (dropped).
 	Warnings []error
 	Timings  Timings
+
+	identity launch.Identity
 }
 
 // Close closes the listeners; safe on a partly filled Result.
@@ -83,16 +88,19 @@ func (r *Result) Close() error {
 // EnvList is Env as sorted KEY=VALUE entries.
 func (r *Result) EnvList() []string { return envList(r.Env) }
 
-// WriteLaunch writes the launch file for this process beneath the data
-// dir (atomic, 0600), with argv expanded against Env ($(NAME)) and exactly
-// Env as its environment.
-func (r *Result) WriteLaunch(host string, argv []string, workingDir, user string) error {
+// WriteLaunch writes the launch file for this process beneath the
+// private dir (atomic, 0600), with argv expanded against Env ($(NAME)),
+// exactly Env as its environment, the request's identity, and the
+// instance's data and run dirs as the only writable paths.
+func (r *Result) WriteLaunch(host string, argv []string, workingDir string) error {
 	expanded := make([]string, len(argv))
 	for i, a := range argv {
 		expanded[i] = Expand(a, r.Env)
 	}
-	f := launch.File{Schema: launch.Schema, Host: host, Argv: expanded, Env: r.EnvList(), WorkingDir: workingDir, User: user}
-	return launch.Write(r.Proc.Instance().DataDir(), r.Proc.LaunchFile(), f)
+	inst := r.Proc.Instance()
+	f := launch.File{Schema: launch.Schema, Host: host, Argv: expanded, Env: r.EnvList(), WorkingDir: workingDir,
+		Identity: r.identity, Writable: []string{inst.DataDir(), inst.RunDir()}}
+	return launch.Write(inst.PrivateDir(), r.Proc.LaunchFile(), f)
 }
 
 // Prepare runs the steps for req in order. On error everything opened so
@@ -114,7 +122,7 @@ func Prepare(req Request) (res *Result, err error) {
 	if req.Role != layout.RoleCmd && req.LogFile == nil {
 		return nil, errors.New("prepare: no log file")
 	}
-	res.Proc = p
+	res.Proc, res.identity = p, req.App
 	defer func() {
 		if err != nil {
 			res.Close()
@@ -189,10 +197,10 @@ func Prepare(req Request) (res *Result, err error) {
 }
 
 // openDirs are the directories prepare works in, open by fd.
-type openDirs struct{ data, run, log, gen *os.File }
+type openDirs struct{ private, data, run, log, gen *os.File }
 
 func (d openDirs) close() {
-	for _, f := range []*os.File{d.data, d.run, d.log, d.gen} {
+	for _, f := range []*os.File{d.private, d.data, d.run, d.log, d.gen} {
 		if f != nil {
 			f.Close()
 		}
@@ -206,7 +214,10 @@ func makeDirs(req Request, p layout.Proc) (d openDirs, err error) {
 		}
 	}()
 	inst := req.Instance
-	if d.data, err = ensureDir(inst.DataDir(), modeDataDir, req.AppUID, -1); err != nil {
+	if d.private, err = ensureDir(inst.PrivateDir(), modePrivateDir, 0, 0); err != nil {
+		return d, err
+	}
+	if d.data, err = ensureOwnedDir(inst.DataDir(), modeDataDir, req.App.UID, req.App.GID); err != nil {
 		return d, err
 	}
 	if d.run, err = ensureDir(inst.RunDir(), modeRunDir, -1, req.SocketGID); err != nil {
@@ -217,7 +228,7 @@ func makeDirs(req Request, p layout.Proc) (d openDirs, err error) {
 	}
 	if p.Generation() != 0 {
 		gen, _ := inst.GenDir(p.Generation())
-		if d.gen, err = ensureSubdir(d.run, filepath.Base(gen), modeRunDir, req.AppUID, req.SocketGID); err != nil {
+		if d.gen, err = ensureSubdir(d.run, filepath.Base(gen), modeGenDir, req.App.UID, req.SocketGID); err != nil {
 			return d, err
 		}
 	}
@@ -225,21 +236,34 @@ func makeDirs(req Request, p layout.Proc) (d openDirs, err error) {
 }
 
 // ensureToken returns the instance's admin token, minting it once: 32
-// random bytes, hex, in the env file (0600) beneath the data dir.
+// random bytes, hex, in the env file (0600) beneath the private dir. An
+// agent before the private dir kept it in the data dir: that token is
+// moved, so the generations it started keep their admin access.
 func ensureToken(inst layout.Instance) (string, error) {
-	env, err := instancefs.ReadEnv(inst.DataDir(), layout.EnvFileName)
+	env, err := instancefs.ReadEnv(inst.PrivateDir(), layout.EnvFileName)
 	if err != nil {
 		return "", err
 	}
 	if tok := env[EnvAdminToken]; tok != "" {
 		return tok, nil
 	}
+	if old, err := instancefs.ReadEnv(inst.DataDir(), layout.EnvFileName); err == nil && old[EnvAdminToken] != "" {
+		env[EnvAdminToken] = old[EnvAdminToken]
+		if err := instancefs.WriteEnv(inst.PrivateDir(), layout.EnvFileName, env); err != nil {
+			return "", err
+		}
+		if d, err := instancefs.OpenDir(inst.DataDir()); err == nil {
+			_ = removeStale(d, layout.EnvFileName)
+			d.Close()
+		}
+		return env[EnvAdminToken], nil
+	}
 	var b [32]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return "", err
 	}
 	env[EnvAdminToken] = hex.EncodeToString(b[:])
-	if err := instancefs.WriteEnv(inst.DataDir(), layout.EnvFileName, env); err != nil {
+	if err := instancefs.WriteEnv(inst.PrivateDir(), layout.EnvFileName, env); err != nil {
 		return "", err
 	}
 	return env[EnvAdminToken], nil
@@ -252,7 +276,7 @@ func cmdEnv(res *Result, inst layout.Instance, gen uint64) error {
 	if err != nil {
 		return err
 	}
-	lf, err := launch.Read(inst.DataDir(), g.LaunchFile())
+	lf, err := launch.Read(inst.PrivateDir(), g.LaunchFile())
 	if err != nil {
 		return fmt.Errorf("cmd env from generation %d: %w", gen, err)
 	}
@@ -308,12 +332,12 @@ func bindControl(req Request, p layout.Proc, dirs openDirs, res *Result) {
 	srv, err := control.Listen(path, control.Config{
 		Identity: control.Identity{Namespace: inst.Namespace(), Name: inst.Name(), Host: req.Host, Generation: p.Generation()},
 		Token: func() (string, error) {
-			env, err := instancefs.ReadEnv(inst.DataDir(), layout.EnvFileName)
+			env, err := instancefs.ReadEnv(inst.PrivateDir(), layout.EnvFileName)
 			return env[EnvAdminToken], err
 		},
 		Fence:         req.Fence,
 		State:         req.State,
-		DataDir:       inst.DataDir(),
+		Dir:           inst.PrivateDir(),
 		SchedulesFile: layout.SchedulesFileName,
 		Logger:        req.Logger,
 	})
@@ -321,12 +345,10 @@ func bindControl(req Request, p layout.Proc, dirs openDirs, res *Result) {
 		warn(err)
 		return
 	}
-	if req.AppUID >= 0 || req.SocketGID >= 0 {
-		if err := unix.Fchownat(int(dirs.gen.Fd()), filepath.Base(path), req.AppUID, req.SocketGID, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-			srv.Close()
-			warn(err)
-			return
-		}
+	if err := unix.Fchownat(int(dirs.gen.Fd()), filepath.Base(path), req.App.UID, req.SocketGID, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		srv.Close()
+		warn(err)
+		return
 	}
 	res.Control = srv
 }

@@ -68,7 +68,7 @@ func newFixtureAt(t testing.TB, runParent string) fixture {
 func (f fixture) request(role layout.Role, gen uint64) Request {
 	return Request{
 		Instance: f.inst, Host: "shop.example.com", Role: role, Generation: gen,
-		SocketGID: nobody, AppUID: nobody,
+		SocketGID: nobody, App: launch.Identity{UID: nobody, GID: nobody},
 		SpecEnv: map[string]string{"A": "spec", "B": "spec", "UNITLET_GENERATION": "spoofed"},
 		RefEnv:  map[string]string{"B": "refs", "C": "refs"},
 		Fence:   f.fence.For(gen), LogFile: f.file,
@@ -97,7 +97,7 @@ func TestPrepareRunRole(t *testing.T) {
 		UID, GID uint32
 	}
 	got := map[string]owned{}
-	for _, p := range []string{f.inst.DataDir(), f.inst.RunDir(), f.inst.LogDir(), genDir, f.inst.EnvFile()} {
+	for _, p := range []string{f.inst.PrivateDir(), f.inst.DataDir(), f.inst.RunDir(), f.inst.LogDir(), genDir, f.inst.EnvFile()} {
 		var st unix.Stat_t
 		if err := unix.Lstat(p, &st); err != nil {
 			t.Fatal(err)
@@ -105,11 +105,12 @@ func TestPrepareRunRole(t *testing.T) {
 		got[p] = owned{os.FileMode(st.Mode & 0o7777), st.Uid, st.Gid}
 	}
 	want := map[string]owned{
-		f.inst.DataDir(): {0o700, nobody, 0},
-		f.inst.RunDir():  {0o2750, 0, nobody},
-		f.inst.LogDir():  {0o700, 0, nobody}, // group inherited from the setgid run dir; mode gives it nothing
-		genDir:           {0o2750, nobody, nobody},
-		f.inst.EnvFile(): {0o600, 0, 0},
+		f.inst.PrivateDir(): {0o700, 0, 0},
+		f.inst.DataDir():    {0o700, nobody, nobody},
+		f.inst.RunDir():     {0o2711, 0, nobody},
+		f.inst.LogDir():     {0o700, 0, nobody}, // group inherited from the setgid run dir; mode gives it nothing
+		genDir:              {0o2750, nobody, nobody},
+		f.inst.EnvFile():    {0o600, 0, 0},
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("owners and modes (-want,+got):\n%s", d)
@@ -200,7 +201,7 @@ func TestAdminTokenMintedOnce(t *testing.T) {
 	if first.Env[EnvAdminToken] != second.Env[EnvAdminToken] {
 		t.Fatal("token minted again")
 	}
-	env, err := instancefs.ReadEnv(f.inst.DataDir(), layout.EnvFileName)
+	env, err := instancefs.ReadEnv(f.inst.PrivateDir(), layout.EnvFileName)
 	if err != nil || env[EnvAdminToken] != second.Env[EnvAdminToken] {
 		t.Fatalf("env file token differs: %v", err)
 	}
@@ -238,16 +239,23 @@ func TestSeedAndSidecarGetNoControlOrAppSocket(t *testing.T) {
 func TestCmdRoleTakesGenerationLaunchEnv(t *testing.T) {
 	f := newFixture(t)
 	run := prepareOK(t, f.request(layout.RoleRun, 2))
-	if err := run.WriteLaunch("shop.example.com", []string{"/bin/app", "--listen", "$(UNITLET_APP_SOCKET)", "$$(A)"}, "", ""); err != nil {
+	if err := run.WriteLaunch("shop.example.com", []string{"/bin/app", "--listen", "$(UNITLET_APP_SOCKET)", "$$(A)"}, ""); err != nil {
 		t.Fatal(err)
 	}
-	lf, err := launch.Read(f.inst.DataDir(), "launch.gen.2.json")
+	lf, err := launch.Read(f.inst.PrivateDir(), "launch.gen.2.json")
 	if err != nil {
 		t.Fatal(err)
 	}
 	app, _ := f.inst.AppSocket(2)
 	if d := cmp.Diff([]string{"/bin/app", "--listen", app, "$(A)"}, lf.Argv); d != "" {
 		t.Errorf("argv (-want,+got):\n%s", d)
+	}
+	wantID := launch.Identity{UID: nobody, GID: nobody}
+	if d := cmp.Diff(wantID, lf.Identity); d != "" {
+		t.Errorf("identity (-want,+got):\n%s", d)
+	}
+	if d := cmp.Diff([]string{f.inst.DataDir(), f.inst.RunDir()}, lf.Writable); d != "" {
+		t.Errorf("writable (-want,+got):\n%s", d)
 	}
 	// The env file is now unreadable: a cmd must not read it.
 	if err := os.WriteFile(f.inst.EnvFile(), []byte("not an env file\n"), 0o600); err != nil {
@@ -274,7 +282,7 @@ func TestEnvFileSymlinkRefused(t *testing.T) {
 	if err := os.WriteFile(shadow, secret, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.MkdirAll(f.inst.DataDir(), 0o700); err != nil {
+	if err := os.MkdirAll(f.inst.PrivateDir(), 0o700); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Symlink(shadow, f.inst.EnvFile()); err != nil {
@@ -290,9 +298,29 @@ func TestEnvFileSymlinkRefused(t *testing.T) {
 	assertNoListeners(t, f, 1)
 }
 
-func TestEnvFileTooLarge(t *testing.T) {
+// An agent that kept the token in the data dir handed it to the
+// generations it started: the token moves to the private dir, the same.
+func TestAdminTokenMovedFromTheDataDir(t *testing.T) {
 	f := newFixture(t)
 	if err := os.MkdirAll(f.inst.DataDir(), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	old := strings.Repeat("ab", 32)
+	if err := os.WriteFile(filepath.Join(f.inst.DataDir(), layout.EnvFileName), []byte(EnvAdminToken+"="+old+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	res := prepareOK(t, f.request(layout.RoleRun, 1))
+	if res.Env[EnvAdminToken] != old {
+		t.Errorf("token %q, want the old one", res.Env[EnvAdminToken])
+	}
+	if _, err := os.Lstat(filepath.Join(f.inst.DataDir(), layout.EnvFileName)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the old env file is still in the data dir: %v", err)
+	}
+}
+
+func TestEnvFileTooLarge(t *testing.T) {
+	f := newFixture(t)
+	if err := os.MkdirAll(f.inst.PrivateDir(), 0o700); err != nil {
 		t.Fatal(err)
 	}
 	big := bytes.Repeat([]byte("K=v\n"), instancefs.DefaultReadLimit/4+1)
@@ -307,7 +335,7 @@ func TestEnvFileTooLarge(t *testing.T) {
 
 func TestMalformedEnvFileNamesLine(t *testing.T) {
 	f := newFixture(t)
-	if err := os.MkdirAll(f.inst.DataDir(), 0o700); err != nil {
+	if err := os.MkdirAll(f.inst.PrivateDir(), 0o700); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(f.inst.EnvFile(), []byte("A=1\n# ok\nnot a pair\n"), 0o600); err != nil {
@@ -330,5 +358,40 @@ func assertNoListeners(t *testing.T, f fixture, gen uint64) {
 		if _, err := os.Lstat(s); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("%s left behind: %v", s, err)
 		}
+	}
+}
+
+// A data dir an agent that ran apps as root made is handed over whole to
+// the Instance's user; a link the tenant planted is changed, never what
+// it points at.
+func TestDataDirHandedOverToTheApp(t *testing.T) {
+	f := newFixture(t)
+	outside := filepath.Join(t.TempDir(), "outside")
+	if err := os.WriteFile(outside, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sub := filepath.Join(f.inst.DataDir(), "db", "wal")
+	if err := os.MkdirAll(sub, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(sub, "000001"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(f.inst.DataDir(), "link")); err != nil {
+		t.Fatal(err)
+	}
+	prepareOK(t, f.request(layout.RoleRun, 1))
+	for _, p := range []string{"db", "db/wal", "db/wal/000001", "link"} {
+		var st unix.Stat_t
+		if err := unix.Lstat(filepath.Join(f.inst.DataDir(), p), &st); err != nil {
+			t.Fatal(err)
+		}
+		if st.Uid != nobody || st.Gid != nobody {
+			t.Errorf("%s owned by %d:%d, want %d:%d", p, st.Uid, st.Gid, nobody, nobody)
+		}
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(outside, &st); err != nil || st.Uid != 0 {
+		t.Errorf("the link's target was changed: uid %d, %v", st.Uid, err)
 	}
 }

@@ -1,7 +1,8 @@
 // Package trampoline is `unitlet exec`: the first thing a unit runs. It
 // reads the launch file beneath its directory (no symlink followed), wires
-// stdout and stderr to the instance's log socket or FIFO, drops to the launch
-// file's user, and execs argv with exactly the launch file's env. It
+// stdout and stderr to the instance's log socket or FIFO, builds the
+// sandbox (sandbox.go), drops to the launch file's identity with no
+// capability left, and execs argv with exactly the launch file's env. It
 // execs nothing unless every step before succeeded.
 package trampoline
 
@@ -59,12 +60,6 @@ func Main(args []string, stderr io.Writer) int {
 	if err != nil {
 		return fail(ExitLaunchFile, "launch file: %v", err)
 	}
-	var cred *credential
-	if lf.User != "" {
-		if cred, err = lookupUser(lf.User); err != nil {
-			return fail(ExitSetup, "user %q: %v", lf.User, err)
-		}
-	}
 	if *logSocket != "" {
 		if err := redirect(*logSocket, 1, 2); err != nil {
 			return fail(ExitSetup, "log socket: %v", err)
@@ -80,13 +75,15 @@ func Main(args []string, stderr io.Writer) int {
 			return fail(ExitSetup, "stderr socket: %v", err)
 		}
 	}
-	// Credentials and exec on one thread; setuid and setgid apply to all
-	// threads anyway (Go's all-threads syscalls), setgroups to this one.
+	// Sandbox, credentials and exec on one thread: the mount namespace,
+	// capabilities and no-new-privs are per thread (setuid and setgid are
+	// set on all threads anyway, by Go's all-threads syscalls).
 	runtime.LockOSThread()
-	if cred != nil {
-		if err := cred.drop(); err != nil {
-			return fail(ExitSetup, "drop to user %q: %v", lf.User, err)
-		}
+	if err := sandbox(lf.Writable); err != nil {
+		return fail(ExitSetup, "sandbox: %v", err)
+	}
+	if err := drop(lf.Identity); err != nil {
+		return fail(ExitSetup, "drop to uid %d: %v", lf.Identity.UID, err)
 	}
 	if lf.WorkingDir != "" {
 		if err := unix.Chdir(lf.WorkingDir); err != nil {

@@ -136,27 +136,90 @@ func TestExecWithExactlyTheLaunchEnv(t *testing.T) {
 	}
 }
 
-func TestExecDropsToUserInWorkingDir(t *testing.T) {
+// sandboxed runs script through the trampoline as id with writable as
+// the only writable path, and returns its output lines.
+func sandboxed(t *testing.T, id launch.Identity, writable, script string, lines int) []string {
+	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("not root: dropping to another user needs root")
-	}
-	work, err := os.MkdirTemp("", "ulwork")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(work) })
-	if err := os.Chmod(work, 0o755); err != nil {
-		t.Fatal(err)
+		t.Skip("not root: the sandbox and the drop need root")
 	}
 	sock, file := logSocket(t, 1<<20)
 	lf := writeLaunch(t, launch.File{
-		Schema: launch.Schema, Argv: []string{"/bin/sh", "-c", "id -u; id -g; pwd"},
-		WorkingDir: work, User: "nobody",
+		Schema: launch.Schema, Argv: []string{"/bin/sh", "-c", script},
+		Env: []string{"W=" + writable}, WorkingDir: writable, Identity: id, Writable: []string{writable},
 	})
-	if code, stderr := runExec(t, "--launch", lf, "--log-socket", sock); code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr)
+	if code, _ := runExec(t, "--launch", lf, "--log-socket", sock); code != 0 {
+		t.Fatalf("exit %d: %q", code, loggedLines(t, file, 1)) // its stderr went to the log
 	}
-	if d := cmp.Diff([]string{"65534", "65534", work}, loggedLines(t, file, 3)); d != "" {
+	return loggedLines(t, file, lines)
+}
+
+// ownedDir is a fresh dir below a root-owned one, given to uid.
+func ownedDir(t *testing.T, uid int) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "ulsandbox")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o711); err != nil {
+		t.Fatal(err)
+	}
+	w := filepath.Join(dir, "data")
+	if err := os.Mkdir(w, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(w, uid, uid); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// The checks both identities share: no capability in any set, no new
+// privileges, the writable dir writable, /tmp a private one.
+const sandboxChecks = `
+grep -E '^(CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs):' /proc/self/status | tr -s '\t ' ' '
+touch "$W/file" && echo wrote-own-dir
+test -e /tmp/` + tmpMarker + ` && echo shared-tmp || echo private-tmp
+touch /tmp/scratch && echo wrote-tmp
+`
+
+const tmpMarker = "unitlet-sandbox-marker"
+
+func TestSandboxAllocatedIdentity(t *testing.T) {
+	uid := 1879048192 + 77
+	w := ownedDir(t, uid)
+	if err := os.WriteFile(filepath.Join(os.TempDir(), tmpMarker), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(filepath.Join(os.TempDir(), tmpMarker)) })
+	got := sandboxed(t, launch.Identity{UID: uid, GID: uid, Groups: []int{uid}}, w, "id -u; id -g; id -G; pwd"+sandboxChecks, 14)
+	n := "1879048269"
+	want := []string{n, n, n, w,
+		"CapInh: 0000000000000000", "CapPrm: 0000000000000000", "CapEff: 0000000000000000",
+		"CapBnd: 0000000000000000", "CapAmb: 0000000000000000", "NoNewPrivs: 1",
+		"wrote-own-dir", "private-tmp", "wrote-tmp"}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("(-want,+got):\n%s", d)
+	}
+}
+
+// An allowed root keeps uid 0 but no capability, and the system stays
+// read-only to it: the mount, not the file mode, refuses the write.
+func TestSandboxRootIsReadOnlyAndPowerless(t *testing.T) {
+	w := ownedDir(t, 0)
+	// A root-owned system dir (/tmp would be the private one); should the
+	// sandbox fail, the file is removed again.
+	probe := "/etc/.unitlet-sandbox-probe"
+	t.Cleanup(func() { os.Remove(probe) })
+	got := sandboxed(t, launch.Identity{}, w, "id -u\n"+
+		`touch `+probe+` 2>&1 | grep -o 'Read-only file system' || echo writable`+"\n"+
+		`cat /proc/1/environ >/dev/null 2>&1 && echo read-pid-1 || echo denied-pid-1`+sandboxChecks, 12)
+	want := []string{"0", "Read-only file system", "denied-pid-1",
+		"CapInh: 0000000000000000", "CapPrm: 0000000000000000", "CapEff: 0000000000000000",
+		"CapBnd: 0000000000000000", "CapAmb: 0000000000000000", "NoNewPrivs: 1",
+		"wrote-own-dir", "private-tmp", "wrote-tmp"}
+	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("(-want,+got):\n%s", d)
 	}
 }

@@ -2,63 +2,49 @@ package trampoline
 
 import (
 	"fmt"
-	"os/user"
-	"strconv"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/unitlet/unitlet/runtime/launch"
 )
 
-// credential is who the process becomes before exec.
-type credential struct {
-	uid, gid int
-	groups   []int
-}
-
-// lookupUser resolves a user name, or a numeric uid, to its uid, primary
-// gid and supplementary groups.
-func lookupUser(name string) (*credential, error) {
-	u, err := user.Lookup(name)
-	if err != nil {
-		var uerr error
-		if u, uerr = user.LookupId(name); uerr != nil {
-			return nil, err
+// drop makes the calling thread id, with no capability left: the bounding
+// set emptied first (while CAP_SETPCAP is still held), then groups, gid
+// and uid (set on every thread), then whatever capability sets remain on
+// this thread cleared, so not even an allowed root keeps one across exec.
+// The thread must be locked: exec happens from it.
+func drop(id launch.Identity) error {
+	for c := 0; ; c++ {
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil {
+			if err == unix.EINVAL && c > 0 {
+				break // past the kernel's last capability
+			}
+			return fmt.Errorf("drop capability %d from the bounding set: %w", c, err)
 		}
 	}
-	c := &credential{}
-	if c.uid, err = strconv.Atoi(u.Uid); err != nil {
-		return nil, fmt.Errorf("uid %q: %w", u.Uid, err)
+	groups := id.Groups
+	if len(groups) == 0 {
+		groups = []int{id.GID}
 	}
-	if c.gid, err = strconv.Atoi(u.Gid); err != nil {
-		return nil, fmt.Errorf("gid %q: %w", u.Gid, err)
-	}
-	ids, err := u.GroupIds()
-	if err != nil {
-		return nil, fmt.Errorf("groups: %w", err)
-	}
-	for _, id := range ids {
-		g, err := strconv.Atoi(id)
-		if err != nil {
-			return nil, fmt.Errorf("group %q: %w", id, err)
-		}
-		c.groups = append(c.groups, g)
-	}
-	return c, nil
-}
-
-// drop sets groups, then gid, then uid: once the uid is gone the others
-// can no longer be changed. It verifies the uid cannot be regained.
-func (c *credential) drop() error {
-	if err := unix.Setgroups(c.groups); err != nil {
+	if err := unix.Setgroups(groups); err != nil {
 		return fmt.Errorf("setgroups: %w", err)
 	}
-	if err := unix.Setgid(c.gid); err != nil {
-		return fmt.Errorf("setgid %d: %w", c.gid, err)
+	if err := unix.Setgid(id.GID); err != nil {
+		return fmt.Errorf("setgid %d: %w", id.GID, err)
 	}
-	if err := unix.Setuid(c.uid); err != nil {
-		return fmt.Errorf("setuid %d: %w", c.uid, err)
+	if err := unix.Setuid(id.UID); err != nil {
+		return fmt.Errorf("setuid %d: %w", id.UID, err)
 	}
-	if c.uid != 0 && unix.Setuid(0) == nil {
-		return fmt.Errorf("uid 0 could be regained after dropping to %d", c.uid)
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var none [2]unix.CapUserData
+	if err := unix.Capset(&hdr, &none[0]); err != nil {
+		return fmt.Errorf("clear capabilities: %w", err)
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("no new privileges: %w", err)
+	}
+	if id.UID != 0 && unix.Setuid(0) == nil {
+		return fmt.Errorf("uid 0 could be regained after dropping to %d", id.UID)
 	}
 	return nil
 }

@@ -24,8 +24,8 @@ type Spec struct {
 	Grace time.Duration
 	// Delegate hands the unit a cgroup subtree of its own.
 	Delegate bool
-	// User runs the app as this user ("" keeps the manager's default).
-	User string
+	// Who the app runs as is in its launch file, which the trampoline
+	// reads as root: the backend never sets a user itself.
 }
 
 // Exit is how a unit's main process ended, as the manager recorded it.

@@ -142,11 +142,6 @@ func (b *Direct) Start(ctx context.Context, spec Spec) outcome.Start {
 		b.cfg.Log.Info("start failed", "unit", unit, "outcome", k.String(), "err", err)
 		return res
 	}
-	if spec.User != "" {
-		// The trampoline drops to the launch file's user; a second,
-		// different user here would be silently ignored.
-		return fail(outcome.NotStarted, fmt.Errorf("units: direct backend: %s: Spec.User is not supported, set the launch file's user", unit))
-	}
 	child, err := p.Cgroup()
 	if err != nil {
 		return fail(outcome.NotStarted, fmt.Errorf("units: %s: %w", unit, err))
@@ -202,7 +197,7 @@ func (b *Direct) Start(ctx context.Context, spec Spec) outcome.Start {
 		CgroupMount: b.cfg.CgroupMount, CgroupRoot: b.cfg.Layout.CgroupRoot,
 		Namespace: inst.Namespace(), Name: inst.Name(), Child: child,
 		ExitDir: dir, Prefix: p.ExitPrefix(), Invocation: id, Exe: cmp.Or(b.trampoline, b.cfg.Exe),
-		Launch: filepath.Join(inst.DataDir(), p.LaunchFile()), LogSocket: p.LogSocket(), ErrSocket: p.ErrLogSocket(),
+		Launch: filepath.Join(inst.PrivateDir(), p.LaunchFile()), LogSocket: p.LogSocket(), ErrSocket: p.ErrLogSocket(),
 	}
 	if s, err := shim.CurrentSched(); err == nil {
 		args.Sched = &s // the agent's: a warm shim waits in IdleSched

@@ -68,7 +68,7 @@ func BenchmarkDirectStart(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		cmd := exec.Command(env.exe, "exec", "--launch", filepath.Join(inst.DataDir(), p.LaunchFile()), "--log-socket", p.LogSocket())
+		cmd := exec.Command(env.exe, "exec", "--launch", filepath.Join(inst.PrivateDir(), p.LaunchFile()), "--log-socket", p.LogSocket())
 		if err := cmd.Start(); err != nil {
 			b.Fatal(err)
 		}

@@ -1,7 +1,6 @@
 package units
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -26,11 +25,8 @@ type dEnv struct {
 
 func newDEnv(t testing.TB) *dEnv {
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &dEnv{lay: layouttest.New(t, directPrefix), exe: exe}
+	lay := layouttest.New(t, directPrefix)
+	return &dEnv{lay: lay, exe: layouttest.Exe(t, directPrefix)}
 }
 
 func (e *dEnv) config(budget time.Duration, t testing.TB) DirectConfig {

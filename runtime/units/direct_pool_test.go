@@ -171,7 +171,7 @@ func TestWarmShimIgnoresPartialJob(t *testing.T) {
 	}
 	job, err := shim.Args{Namespace: inst.Namespace(), Name: inst.Name(), Child: child, CgroupRoot: e.lay.CgroupRoot,
 		ExitDir: inst.ExitDir(), Prefix: p.ExitPrefix(), Invocation: "x", Exe: e.exe,
-		Launch: filepath.Join(inst.DataDir(), p.LaunchFile())}.Job()
+		Launch: filepath.Join(inst.PrivateDir(), p.LaunchFile())}.Job()
 	if err != nil {
 		t.Fatal(err)
 	}

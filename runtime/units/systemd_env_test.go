@@ -95,13 +95,13 @@ func makeSlot(t testing.TB, lay layout.Layout, name string, pick func(layout.Ins
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, d := range []string{inst.DataDir(), inst.RunDir(), inst.LogDir()} {
+	for _, d := range []string{inst.PrivateDir(), inst.DataDir(), inst.RunDir(), inst.LogDir()} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			t.Fatal(err)
 		}
 	}
 	f := launch.File{Schema: launch.Schema, Host: name + ".example.com", Argv: argv, Env: []string{"PATH=/usr/bin:/bin"}}
-	if err := launch.Write(inst.DataDir(), p.LaunchFile(), f); err != nil {
+	if err := launch.Write(inst.PrivateDir(), p.LaunchFile(), f); err != nil {
 		t.Fatal(err)
 	}
 	return p

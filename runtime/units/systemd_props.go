@@ -42,13 +42,13 @@ func tierProps(t cgroups.Tier, reset bool) []sddbus.Property {
 // serviceProps are the transient service's properties: the trampoline as
 // ExecStart, Type=exec (the start job succeeds only once the trampoline
 // was exec'd, so a failed job proves it never ran), the whole cgroup
-// killed on stop, and hardening defaults.
+// killed on stop.
 func (b *Systemd) serviceProps(spec Spec) ([]sddbus.Property, error) {
 	if b.cfg.Exe == "" || !filepath.IsAbs(b.cfg.Exe) {
 		return nil, errors.New("units: the unitlet binary path must be absolute")
 	}
 	inst := spec.Proc.Instance()
-	launchFile := filepath.Join(inst.DataDir(), spec.Proc.LaunchFile())
+	launchFile := filepath.Join(inst.PrivateDir(), spec.Proc.LaunchFile())
 	props := []sddbus.Property{
 		sddbus.PropDescription("unitlet " + spec.Proc.UnitName()),
 		sddbus.PropExecStart(append([]string{b.cfg.Exe, "exec", "--launch", launchFile}, logFlags(spec.Proc)...), false),
@@ -58,19 +58,16 @@ func (b *Systemd) serviceProps(spec Spec) ([]sddbus.Property, error) {
 		sddbus.PropType("exec"),
 		sddbus.PropSlice(inst.SliceName()),
 		{Name: "KillMode", Value: godbus.MakeVariant("control-group")},
+		// The sandbox (read-only system, private /tmp, no capabilities)
+		// is the trampoline's, the same on every backend; it needs
+		// CAP_SYS_ADMIN to build it, so the unit does not restrict that.
 		{Name: "NoNewPrivileges", Value: godbus.MakeVariant(true)},
-		{Name: "PrivateTmp", Value: godbus.MakeVariant(true)},
-		{Name: "ProtectSystem", Value: godbus.MakeVariant("strict")},
-		{Name: "ReadWritePaths", Value: godbus.MakeVariant([]string{inst.DataDir(), inst.RunDir()})},
 	}
 	if spec.Grace > 0 {
 		props = append(props, sddbus.Property{Name: "TimeoutStopUSec", Value: godbus.MakeVariant(uint64(spec.Grace.Microseconds()))})
 	}
 	if spec.Delegate {
 		props = append(props, sddbus.Property{Name: "Delegate", Value: godbus.MakeVariant(true)})
-	}
-	if spec.User != "" {
-		props = append(props, sddbus.Property{Name: "User", Value: godbus.MakeVariant(spec.User)})
 	}
 	return append(props, tierProps(spec.Tier, false)...), nil
 }

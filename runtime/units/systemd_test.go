@@ -24,13 +24,13 @@ import (
 func TestSystemdStartRefusals(t *testing.T) {
 	env := newSDEnv(t)
 	tests := map[string]struct {
-		exe, user string
-		wantErr   string
-		wantExit  *outcome.Exit
+		exe      string
+		wantErr  string
+		wantExit *outcome.Exit
 	}{
-		"an unknown user is NotStarted": {
-			user: "unitlet-no-such-user", wantErr: "did not exec (status 217)",
-			wantExit: &outcome.Exit{Result: "exit-code", Code: 217},
+		"a trampoline that is not there is NotStarted": {
+			exe: "/nonexistent/unitlet", wantErr: "did not exec (status 203)",
+			wantExit: &outcome.Exit{Result: "exit-code", Code: 203},
 		},
 		"a relative trampoline is refused before anything is sent": {
 			exe: "unitlet", wantErr: "must be absolute",
@@ -48,7 +48,7 @@ func TestSystemdStartRefusals(t *testing.T) {
 			}
 			p := env.proc(t, fmt.Sprintf("refuse%d", i), 1, "/bin/sleep", "1000")
 			t.Cleanup(func() { b.Prove(context.Background(), p) })
-			got := b.Start(ctx, Spec{Proc: p, User: tc.user})
+			got := b.Start(ctx, Spec{Proc: p})
 			if diff := cmp.Diff(outcome.NotStarted.String(), got.Kind.String()); diff != "" {
 				t.Fatalf("kind (-want,+got):\n%s\ncause: %v", diff, got.Cause)
 			}
@@ -84,14 +84,12 @@ func TestSystemdLimitsStopAndProve(t *testing.T) {
 	props := map[string]any{
 		"MemoryMax": sp["MemoryMax"], "TasksMax": sp["TasksMax"], "CPUQuotaPerSecUSec": sp["CPUQuotaPerSecUSec"],
 		"KillMode": sp["KillMode"], "TimeoutStopUSec": sp["TimeoutStopUSec"], "Type": sp["Type"],
-		"Slice": sp["Slice"], "NoNewPrivileges": sp["NoNewPrivileges"], "ProtectSystem": sp["ProtectSystem"],
-		"PrivateTmp": sp["PrivateTmp"],
+		"Slice": sp["Slice"], "NoNewPrivileges": sp["NoNewPrivileges"],
 	}
 	want := map[string]any{
 		"MemoryMax": uint64(96 << 20), "TasksMax": uint64(40), "CPUQuotaPerSecUSec": uint64(500_000),
 		"KillMode": "control-group", "TimeoutStopUSec": uint64(2_000_000), "Type": "exec",
-		"Slice": p.Instance().SliceName(), "NoNewPrivileges": true, "ProtectSystem": "strict",
-		"PrivateTmp": true,
+		"Slice": p.Instance().SliceName(), "NoNewPrivileges": true,
 	}
 	if diff := cmp.Diff(want, props); diff != "" {
 		t.Errorf("unit properties (-want,+got):\n%s", diff)
@@ -154,7 +152,7 @@ func TestSystemdRoleUnitSharesTheSlice(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := launch.File{Schema: launch.Schema, Host: "roles.example.com", Argv: []string{"/bin/sleep", "1000"}}
-	if err := launch.Write(inst.DataDir(), side.LaunchFile(), f); err != nil {
+	if err := launch.Write(inst.PrivateDir(), side.LaunchFile(), f); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range []layout.Proc{g1, side} {

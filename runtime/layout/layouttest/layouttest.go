@@ -18,15 +18,15 @@ import (
 	"github.com/unitlet/unitlet/runtime/layout"
 )
 
-// RunParent holds the run roots: a tmpfs, as /run is on a host, with
-// paths short enough for unix sockets.
+// RunParent holds the run roots (a tmpfs, as /run is on a host, with
+// paths short enough for unix sockets) and the state roots.
 const RunParent = "/dev/shm"
 
 // staleAfter is older than any run of a test could be.
 const staleAfter = 15 * time.Minute
 
-// New makes roots named prefix plus a random suffix: a run root under
-// RunParent, a state root in t's temp dir and the cgroup root of that name.
+// New makes roots named prefix plus a random suffix: a run root and a
+// state root under RunParent and the cgroup root of that name.
 // When t ends, the cgroup root is swept (every process killed and proven
 // gone, else t fails) and the run root removed. Not as root, t is
 // skipped.
@@ -39,7 +39,12 @@ func New(t testing.TB, prefix string) layout.Layout {
 	_, _ = rand.Read(rnd[:])
 	name := prefix + hex.EncodeToString(rnd[:])
 	run := filepath.Join(RunParent, name)
-	if err := os.Mkdir(run, 0o750); err != nil {
+	// Search-only for others, as a node's run root: an app's own uid
+	// passes through to its run dir.
+	if err := os.Mkdir(run, 0o711); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(run, 0o711); err != nil { // whatever the umask
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -56,7 +61,49 @@ func New(t testing.TB, prefix string) layout.Layout {
 		}
 		_ = os.RemoveAll(run)
 	})
-	return layout.Layout{StateRoot: t.TempDir(), RunRoot: run, CgroupRoot: name}
+	// The state root is beside it, not in t's temp dir: an app's sandbox
+	// has a /tmp of its own, where another Instance's data dir would be
+	// missing rather than refused, as it is on a node.
+	state := run + "-state"
+	if err := os.Mkdir(state, 0o711); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(state, 0o711); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(state) })
+	return layout.Layout{StateRoot: state, RunRoot: run, CgroupRoot: name}
+}
+
+// Exe is a copy of the running test binary that an app in the sandbox can
+// run: in a dir of its own under RunParent, open to every uid, since an
+// app sees neither the host's /tmp (where go test builds) nor, as its own
+// unprivileged uid, a dir only root may enter. Removed when t ends.
+func Exe(t testing.TB, prefix string) string {
+	t.Helper()
+	src, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rnd [4]byte
+	_, _ = rand.Read(rnd[:])
+	dir := filepath.Join(RunParent, prefix+"exe-"+hex.EncodeToString(rnd[:]))
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	exe := filepath.Join(dir, filepath.Base(src))
+	if err := os.WriteFile(exe, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return exe
 }
 
 // SweepOld removes the cgroup roots and run roots named prefix that runs

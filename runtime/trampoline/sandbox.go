@@ -1,0 +1,146 @@
+package trampoline
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// Paths the sandbox leaves as they are: the kernel's API file systems,
+// which systemd's ProtectSystem=strict leaves writable too.
+var apiFS = []string{"/dev", "/proc", "/sys"}
+
+// privateTmp are mounted afresh (tmpfs), one per process, like systemd's
+// PrivateTmp.
+var privateTmp = []string{"/tmp", "/var/tmp"}
+
+// sandbox gives the calling thread a mount namespace of its own in which
+// the whole file system is read-only except writable (bound onto
+// themselves) and a private /tmp and /var/tmp. The same on both backends:
+// it is the trampoline, not the unit manager, that builds it. The thread
+// must be locked: unshare applies to it alone, and exec happens from it.
+func sandbox(writable []string) error {
+	if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
+		return fmt.Errorf("unshare the mount namespace: %w", err)
+	}
+	// Nothing done here may reach the node's own mounts.
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("make mounts private: %w", err)
+	}
+	keep := append(append([]string{}, apiFS...), writable...)
+	// Copies of the writable trees, taken before the private /tmp can
+	// hide one (a state root below /tmp, as in tests), placed after it.
+	trees := make([]int, len(writable))
+	for i, w := range writable {
+		fd, err := unix.OpenTree(unix.AT_FDCWD, w, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+		if err != nil {
+			return fmt.Errorf("bind %s writable: %w", w, err)
+		}
+		defer unix.Close(fd)
+		trees[i] = fd
+	}
+	if err := privateTmps(&keep); err != nil {
+		return err
+	}
+	for i, w := range writable {
+		if err := os.MkdirAll(w, 0o711); err != nil { // only where a tmpfs hid it
+			return fmt.Errorf("bind %s writable: %w", w, err)
+		}
+		if err := unix.MoveMount(trees[i], "", unix.AT_FDCWD, w, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+			return fmt.Errorf("bind %s writable: %w", w, err)
+		}
+	}
+	mounts, err := mountPoints()
+	if err != nil {
+		return err
+	}
+	ro := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}
+	for _, m := range mounts {
+		if m.readOnly || under(m.path, keep) {
+			continue
+		}
+		err := unix.MountSetattr(unix.AT_FDCWD, m.path, unix.AT_SYMLINK_NOFOLLOW|unix.AT_NO_AUTOMOUNT, &ro)
+		if err != nil && !errors.Is(err, unix.ENOENT) {
+			return fmt.Errorf("make %s read-only: %w", m.path, err)
+		}
+	}
+	return nil
+}
+
+// privateTmps mounts a fresh tmpfs on each of privateTmp that exists and
+// adds it to keep.
+func privateTmps(keep *[]string) error {
+	for _, t := range privateTmp {
+		if fi, err := os.Lstat(t); err != nil || !fi.IsDir() {
+			continue
+		}
+		if err := unix.Mount("tmpfs", t, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777"); err != nil {
+			return fmt.Errorf("private %s: %w", t, err)
+		}
+		*keep = append(*keep, t)
+	}
+	return nil
+}
+
+// under reports whether path is one of dirs or beneath one.
+func under(path string, dirs []string) bool {
+	for _, d := range dirs {
+		if path == d || strings.HasPrefix(path, d+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+type mountPoint struct {
+	path     string
+	readOnly bool
+}
+
+// mountPoints reads this namespace's mounts from mountinfo(5).
+func mountPoints() ([]mountPoint, error) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return nil, fmt.Errorf("read mounts: %w", err)
+	}
+	defer f.Close()
+	var out []mountPoint
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 6 {
+			continue
+		}
+		ro := false
+		for _, o := range strings.Split(fields[5], ",") {
+			ro = ro || o == "ro"
+		}
+		out = append(out, mountPoint{path: unescapeOctal(fields[4]), readOnly: ro})
+	}
+	return out, sc.Err()
+}
+
+// unescapeOctal undoes mountinfo's \ooo escapes (space, tab, newline,
+// backslash).
+func unescapeOctal(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+4 <= len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
