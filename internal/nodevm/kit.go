@@ -91,12 +91,16 @@ func GuestKubeconfig(kc []byte, serverName string) ([]byte, error) {
 	return clientcmd.Write(*cfg)
 }
 
+// NodeLayout is the agent's layout on the node: the DaemonSet's defaults.
+var NodeLayout = layout.Layout{StateRoot: "/var/lib/unitlet", RunRoot: "/run/unitlet", CgroupRoot: "unitlet"}
+
 // Leftovers lists what is left in the guest of Instances with the
 // DaemonSet's roots (every Instance of namespace when name is ""): units,
-// cgroups, run and data directories. Empty once a delete is complete.
+// cgroups, run, data and private directories. Empty once a delete is
+// complete.
 func (v *VM) Leftovers(t testing.TB, namespace, name string) map[string]string {
 	t.Helper()
-	lay := layout.Layout{StateRoot: "/var/lib/unitlet", RunRoot: "/run/unitlet", CgroupRoot: "unitlet"}
+	lay := NodeLayout
 	probe := name
 	if probe == "" {
 		probe = "x" // any Instance of the namespace: its parents are the namespace's
@@ -105,15 +109,17 @@ func (v *VM) Leftovers(t testing.TB, namespace, name string) map[string]string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run, data := li.RunDir(), li.DataDir()
-	prefix := strings.TrimSuffix(li.SliceName(), ".slice")       // its units' and slice's
-	dirs := "ls -d " + run + " " + data + " 2>/dev/null || true" // they exist
+	paths := []string{li.RunDir(), li.DataDir(), li.PrivateDir()}
+	prefix := strings.TrimSuffix(li.SliceName(), ".slice")               // its units' and slice's
+	dirs := "ls -d " + strings.Join(paths, " ") + " 2>/dev/null || true" // they exist
 	if name == "" {
 		// The namespace's own slice (unitlet-<ns>.slice) is the platform's
 		// and stays; its Instances' names follow its prefix.
-		run, data = filepath.Dir(run), filepath.Dir(data)
+		for i := range paths {
+			paths[i] = filepath.Dir(paths[i])
+		}
 		prefix = strings.TrimSuffix(prefix, probe)
-		dirs = "find " + run + " " + data + " -mindepth 1 -maxdepth 1 2>/dev/null || true" // they hold anything
+		dirs = "find " + strings.Join(paths, " ") + " -mindepth 1 -maxdepth 1 2>/dev/null || true" // they hold anything
 	}
 	left := map[string]string{}
 	for what, script := range map[string]string{

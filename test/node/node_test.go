@@ -24,6 +24,7 @@ func TestNode(t *testing.T) {
 		{Name: "apply: Ready, v2 limits on the unit's cgroup", Run: applyReady},
 		{Name: "overlap swap under load: 0 failed requests", Run: overlapUnderLoad},
 		{Name: "replace: the old generation proven gone first", Run: replaceInOrder},
+		{Name: "identity: a uid of its own each, root only when allowed", Run: ownUIDs},
 		{Name: "suspend and resume", Run: suspendResume},
 		{Name: "agent restart: no app restarted, logs flow", Run: agentRestart},
 		{Name: "memory limit: the app OOM-killed and reported", Run: oomKilled},

@@ -1,0 +1,95 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/unitlet/unitlet/api/v1alpha1"
+	"github.com/unitlet/unitlet/internal/nodevm"
+	"github.com/unitlet/unitlet/internal/testutil"
+	"github.com/unitlet/unitlet/runtime/identity"
+)
+
+// credentials is what the kernel says of a process: its four uids, its
+// effective capabilities and no-new-privs.
+func credentials(t *testing.T, pid int64) string {
+	t.Helper()
+	return guest(t, fmt.Sprintf(`awk '/^Uid:/{print $2,$3,$4,$5} /^CapEff:/{print $2} /^NoNewPrivs:/{print $2}' /proc/%d/status | paste -sd' '`, pid))
+}
+
+// ownUIDs: shop and ledger, without a user, run as uids of their own
+// from the reserved range, own their data dirs and cannot read each
+// other's; a template naming root starts nothing until the node's
+// administrator allows root, and then runs as uid 0 without capabilities.
+func ownUIDs(t *testing.T) {
+	uids := map[string]string{}
+	for _, name := range []string{"shop", "ledger"} {
+		inst := kube.Instance(t, name)
+		g := kube.Generation(t, name, inst.Status.ActiveGeneration)
+		f := strings.Fields(credentials(t, g.Status.MainPID))
+		var uid int
+		fmt.Sscan(f[0], &uid)
+		if len(f) != 6 || f[1] != f[0] || f[2] != f[0] || f[3] != f[0] || !identity.DefaultRange.Contains(uid) || f[4] != "0000000000000000" || f[5] != "1" {
+			t.Fatalf("%s runs as uids, CapEff, NoNewPrivs %v: want one uid of %s, no capability, no new privileges", name, f, identity.DefaultRange)
+		}
+		li, _ := nodevm.NodeLayout.Instance(testutil.Namespace, name)
+		if owner := guest(t, "stat -c '%u %a' "+li.DataDir()); owner != f[0]+" 700" {
+			t.Errorf("%s's data dir: owner and mode %q, want %s 700", name, owner, f[0])
+		}
+		uids[name] = f[0]
+	}
+	if uids["shop"] == uids["ledger"] {
+		t.Fatalf("shop and ledger share uid %s", uids["shop"])
+	}
+	shop, _ := nodevm.NodeLayout.Instance(testutil.Namespace, "shop")
+	ledger, _ := nodevm.NodeLayout.Instance(testutil.Namespace, "ledger")
+	as := "setpriv --reuid=" + uids["shop"] + " --regid=" + uids["shop"] + " --clear-groups "
+	if out := guest(t, as+"touch "+shop.DataDir()+"/own && echo wrote"); out != "wrote" {
+		t.Errorf("shop's uid writing its data dir: %q", out)
+	}
+	if out := guest(t, as+"ls "+ledger.DataDir()+" 2>&1 || true"); !strings.Contains(out, "Permission denied") {
+		t.Errorf("shop's uid listing ledger's data dir: %q, want Permission denied", out)
+	}
+
+	rooty := testutil.Sample(t, "hosting_v1alpha1_instance_replace.yaml", nodeName)
+	rooty.Name, rooty.Spec.Host, rooty.Spec.Template.User = "rooty", "rooty.example.com", "root"
+	if err := k8s.Create(context.Background(), rooty); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "rooty Stalled: RootNotAllowed", time.Minute, func() (bool, string) {
+		i := kube.Instance(t, "rooty")
+		c := meta.FindStatusCondition(i.Status.Conditions, v1.ConditionStalled)
+		return c != nil && c.Status == "True" && c.Reason == v1.ReasonRootNotAllowed, testutil.Conditions(i.Status.Conditions)
+	})
+	if u := units(t); strings.Contains(strings.Join(u, " "), "rooty") {
+		t.Fatalf("a unit of rooty exists: %v", u)
+	}
+	setAllowRoot(t, true)
+	t.Cleanup(func() { setAllowRoot(t, false) })
+	kube.WaitServing(t, "rooty", 1)
+	f := strings.Fields(credentials(t, kube.Generation(t, "rooty", 1).Status.MainPID))
+	if strings.Join(f, " ") != "0 0 0 0 0000000000000000 1" {
+		t.Errorf("allowed root runs as %v, want uid 0 with no capability and no new privileges", f)
+	}
+	kube.DeleteAndWait(t, "rooty", 3*time.Minute)
+}
+
+// setAllowRoot is the administrator's patch of the node's Enrollment.
+func setAllowRoot(t *testing.T, allowed bool) {
+	t.Helper()
+	enr := &v1.Enrollment{}
+	if err := k8s.Get(context.Background(), client.ObjectKey{Name: nodeName}, enr); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(enr.DeepCopy())
+	enr.Spec.AllowRoot = allowed
+	if err := k8s.Patch(context.Background(), enr, patch); err != nil {
+		t.Fatal(err)
+	}
+}
