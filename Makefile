@@ -42,6 +42,9 @@ verify: manifests generate dashboards ## Fail when generated files are stale.
 	go vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
 	$(KUSTOMIZE) build config/default >/dev/null
+	@go mod tidy -diff >/dev/null || { echo "go.mod or go.sum is not tidy: run 'go mod tidy'"; go mod tidy -diff; exit 1; }
+	@bad="$$(go list -deps ./runtime/... | grep -E '^(k8s\.io|sigs\.k8s\.io)/' || true)"; \
+		test -z "$$bad" || { echo "runtime/ must import no Kubernetes package; it pulls in:"; echo "$$bad"; exit 1; }
 
 .PHONY: build
 build: ## Build the unitlet binary.
@@ -71,6 +74,7 @@ test: deps control-plane cluster-binaries build image node-vm-image ## Everythin
 	go test -count=1 -timeout 20m -p 1 ./test/...
 	$(MAKE) --no-print-directory fuzz
 	hack/check-printer-columns.sh
+	$(MAKE) --no-print-directory verify
 
 .PHONY: test-cluster
 test-cluster: deps control-plane cluster-binaries image node-vm-image ## Only test/cluster: config/default deployed on a kubelet in the node VM.

@@ -93,6 +93,14 @@ func (r *GenerationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	}
 	inst := r.instanceOf(ctx, gen)
 	if meta.FindStatusCondition(gen.Status.Conditions, v1.ConditionStarted) == nil {
+		if inst == nil {
+			// The cache holds this node's Instances only: a Generation
+			// naming one placed elsewhere (or none) is never started.
+			gen.Status.Phase = v1.PhaseFailed
+			r.setCondition(gen, v1.ConditionStarted, metav1.ConditionFalse, v1.ReasonLaunchRefused,
+				fmt.Sprintf("Instance %s/%s is not placed on node %s: a Generation starts only for an Instance of its node", gen.Namespace, gen.Spec.Instance, r.NodeName))
+			return ctrl.Result{}, nil
+		}
 		if prev, ok := r.handedOff.Load(gen.UID); ok {
 			r.setCondition(gen, v1.ConditionPrepared, metav1.ConditionTrue, "Prepared", "prepared")
 			r.applyStart(gen, prev.(outcome.Start))
@@ -103,7 +111,8 @@ func (r *GenerationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	return r.observe(ctx, gen)
 }
 
-// instanceOf is the Generation's Instance, for its host; nil when gone.
+// instanceOf is the Generation's Instance; nil when gone or not on this
+// node (the cache holds this node's only).
 func (r *GenerationReconciler) instanceOf(ctx context.Context, gen *v1.Generation) *v1.Instance {
 	inst := &v1.Instance{}
 	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: gen.Namespace, Name: gen.Spec.Instance}, inst); err != nil {
@@ -128,10 +137,7 @@ func (r *GenerationReconciler) start(ctx context.Context, inst *v1.Instance, gen
 		gen.Status.Phase = v1.PhasePending
 		return err
 	}
-	host := gen.Spec.Instance
-	if inst != nil {
-		host = inst.Spec.Host
-	}
+	host := inst.Spec.Host
 	gen.Status.Phase = v1.PhaseStarting
 	began := r.Clock.Now()
 	res := r.Runtime.Start(ctx, node.StartRequest{

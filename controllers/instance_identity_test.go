@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
 )
 
@@ -38,5 +40,33 @@ func TestRefusedUserStartsNothing(t *testing.T) {
 			updateInstance(t, inst, func(i *v1.Instance) { i.Spec.Template.User = "app" })
 			waitInstance(t, inst, v1.ConditionReady, "True/Reconciled")
 		})
+	}
+}
+
+// A Generation naming this node for an Instance placed on another (what
+// an agent's credentials could create: admission checks only the
+// Generation's own node) is never started.
+func TestGenerationOfAnotherNodesInstanceNeverStarts(t *testing.T) {
+	other := instance("placed-elsewhere")
+	other.Spec.NodeName = "node-other"
+	create(t, other)
+	g := &v1.Generation{
+		ObjectMeta: metav1.ObjectMeta{Name: generationName("placed-elsewhere", 1), Namespace: "default",
+			Labels: map[string]string{v1.LabelInstance: "placed-elsewhere"}},
+		Spec: v1.GenerationSpec{Instance: "placed-elsewhere", NodeName: testNode, Number: 1, Template: other.Spec.Template},
+	}
+	create(t, g)
+	eventually(t, "Started=False/LaunchRefused", func() (bool, string) {
+		got := getGeneration(t, "placed-elsewhere", 1)
+		if got == nil {
+			return false, "not found"
+		}
+		c := condition(got.Status.Conditions, v1.ConditionStarted)
+		return c == "False/"+v1.ReasonLaunchRefused, c
+	})
+	for _, c := range fake.Calls("placed-elsewhere") {
+		if strings.HasPrefix(c, "start ") {
+			t.Errorf("started: %s", c)
+		}
 	}
 }

@@ -1,13 +1,12 @@
 package trampoline
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 
+	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 )
 
@@ -97,50 +96,24 @@ func under(path string, dirs []string) bool {
 	return false
 }
 
-type mountPoint struct {
-	path     string
-	readOnly bool
-}
-
-// mountPoints reads this namespace's mounts from mountinfo(5).
+// mountPoints reads this namespace's mounts (mountinfo(5)).
 func mountPoints() ([]mountPoint, error) {
-	f, err := os.Open("/proc/self/mountinfo")
+	infos, err := mountinfo.GetMounts(nil)
 	if err != nil {
 		return nil, fmt.Errorf("read mounts: %w", err)
 	}
-	defer f.Close()
-	var out []mountPoint
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 6 {
-			continue
-		}
+	out := make([]mountPoint, 0, len(infos))
+	for _, m := range infos {
 		ro := false
-		for _, o := range strings.Split(fields[5], ",") {
+		for _, o := range strings.Split(m.Options, ",") {
 			ro = ro || o == "ro"
 		}
-		out = append(out, mountPoint{path: unescapeOctal(fields[4]), readOnly: ro})
+		out = append(out, mountPoint{path: m.Mountpoint, readOnly: ro})
 	}
-	return out, sc.Err()
+	return out, nil
 }
 
-// unescapeOctal undoes mountinfo's \ooo escapes (space, tab, newline,
-// backslash).
-func unescapeOctal(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+4 <= len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
+type mountPoint struct {
+	path     string
+	readOnly bool
 }

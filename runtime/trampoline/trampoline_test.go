@@ -193,7 +193,7 @@ func TestSandboxAllocatedIdentity(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.Remove(filepath.Join(os.TempDir(), tmpMarker)) })
-	got := sandboxed(t, launch.Identity{UID: uid, GID: uid, Groups: []int{uid}}, w, "id -u; id -g; id -G; pwd"+sandboxChecks, 14)
+	got := sandboxed(t, launch.Identity{UID: uid, GID: uid, Groups: []int{uid}}, w, "id -u; id -g; id -G; pwd"+sandboxChecks, 13)
 	n := "1879048269"
 	want := []string{n, n, n, w,
 		"CapInh: 0000000000000000", "CapPrm: 0000000000000000", "CapEff: 0000000000000000",
