@@ -36,7 +36,7 @@ func (n *Node) Forget(ctx context.Context, ref Ref) error {
 	if err != nil {
 		return fmt.Errorf("node: forget %s: %w", p.UnitName(), err)
 	}
-	if pop, err := n.populated(p, st); err != nil || pop || !st.Gone() {
+	if pop, err := n.cfg.Backend.Populated(ctx, p, st); err != nil || pop || !st.Gone() {
 		return fmt.Errorf("%w: %s is %s (%v)", ErrHeld, p.UnitName(), st.ActiveState, err)
 	}
 	li := p.Instance()

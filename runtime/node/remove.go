@@ -41,7 +41,7 @@ func (n *Node) Remove(ctx context.Context, inst InstanceRef) error {
 	for _, st := range sts {
 		pop := !st.Gone()
 		if st.Proc != nil {
-			if p, err := n.populated(*st.Proc, st); err == nil {
+			if p, err := n.cfg.Backend.Populated(ctx, *st.Proc, st); err == nil {
 				pop = pop || p
 			}
 		}
@@ -53,18 +53,8 @@ func (n *Node) Remove(ctx context.Context, inst InstanceRef) error {
 		return &PopulatedError{Units: busy}
 	}
 
-	m, err := n.manager(li)
-	if err != nil {
-		return err
-	}
-	if m != nil {
-		if err := m.Remove(); err != nil {
-			return fmt.Errorf("node: remove cgroup %s: %w", li.Cgroup(), err)
-		}
-	} else if pr, ok := n.cfg.Backend.(parentRemover); ok {
-		if err := pr.RemoveParent(ctx, li); err != nil {
-			return fmt.Errorf("node: remove parent of %s/%s: %w", inst.Namespace, inst.Name, err)
-		}
+	if err := n.cfg.Backend.RemoveParent(ctx, li); err != nil {
+		return fmt.Errorf("node: remove parent of %s/%s: %w", inst.Namespace, inst.Name, err)
 	}
 	// Let go of everything held for the instance before its sockets go.
 	n.mu.Lock()

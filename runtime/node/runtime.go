@@ -8,7 +8,6 @@ import (
 
 	"github.com/go-logr/logr"
 
-	"github.com/unitlet/unitlet/runtime/cgroups"
 	"github.com/unitlet/unitlet/runtime/control"
 	"github.com/unitlet/unitlet/runtime/identity"
 	"github.com/unitlet/unitlet/runtime/layout"
@@ -20,7 +19,7 @@ import (
 // Config is what a Node is composed from.
 type Config struct {
 	Layout layout.Layout
-	// Backend runs the units; Node.Close closes it when it has a Close.
+	// Backend runs the units; Node.Close closes it.
 	Backend units.Backend
 	// CgroupMount is the cgroup mount root ("" is the host's default); it
 	// must be the one the backend was given.
@@ -59,26 +58,9 @@ var (
 	ErrNoAppSocket = errors.New("node: generation has no app socket")
 	// ErrNotAGeneration refuses Probe and Promote of a role slot.
 	ErrNotAGeneration = errors.New("node: not a generation slot")
-	// ErrNoParentLimit: the backend has no way to set the instance
-	// parent's limit, or RestoreParent does not know the floor.
-	ErrNoParentLimit = errors.New("node: parent limit not settable")
+	// ErrNoParentLimit: RestoreParent does not know the floor.
+	ErrNoParentLimit = units.ErrNoParentLimit
 )
-
-// parentLimiter is the systemd backend's way to set the slice's limit.
-type parentLimiter interface {
-	SetParentLimit(ctx context.Context, inst layout.Instance, t cgroups.Tier) error
-}
-
-// parentRemover is the systemd backend's way to remove the instance's
-// slice (and so its cgroup) once every unit in it is gone.
-type parentRemover interface {
-	RemoveParent(ctx context.Context, inst layout.Instance) error
-}
-
-// managerSource is the direct backend's shared cgroup managers.
-type managerSource interface {
-	Manager(inst layout.Instance) (cgroups.Manager, error)
-}
 
 // Node is the Runtime of one node.
 type Node struct {
@@ -101,10 +83,6 @@ type instance struct {
 	starting sync.Mutex
 	log      *logs.RotatingFile
 	fence    control.ServingFence
-	// floor is the parent limit the last Start asked for; RestoreParent
-	// lowers back to it on backends that keep no floor themselves.
-	floor      cgroups.Tier
-	floorKnown bool
 	slots      map[Ref]*slot
 }
 
@@ -165,9 +143,7 @@ func (n *Node) Identity(inst InstanceRef, user string, allowRoot bool) (identity
 // The units keep running: a new Node re-adopts them.
 func (n *Node) Close() error {
 	n.cancel()
-	if c, ok := n.cfg.Backend.(interface{ Close() }); ok {
-		defer c.Close()
-	}
+	defer n.cfg.Backend.Close()
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	var errs []error
@@ -225,14 +201,4 @@ func (n *Node) instanceOf(inst InstanceRef) *instance {
 		n.instances[inst] = in
 	}
 	return in
-}
-
-// manager is the instance's cgroup manager when the backend shares one
-// (the direct backend); nil otherwise.
-func (n *Node) manager(li layout.Instance) (cgroups.Manager, error) {
-	ms, ok := n.cfg.Backend.(managerSource)
-	if !ok {
-		return nil, nil
-	}
-	return ms.Manager(li)
 }

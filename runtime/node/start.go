@@ -3,7 +3,6 @@ package node
 import (
 	"context"
 	"fmt"
-	"path"
 
 	"github.com/unitlet/unitlet/runtime/launch"
 	"github.com/unitlet/unitlet/runtime/layout"
@@ -79,24 +78,6 @@ func (n *Node) Start(ctx context.Context, req StartRequest) StartResult {
 		pr.Close()
 		return notStarted(fmt.Errorf("node: launch file of %s: %w", res.Unit, err))
 	}
-	m, err := n.manager(p.Instance())
-	if err != nil {
-		pr.Close()
-		return notStarted(err)
-	}
-	if m != nil {
-		if err := m.EnsureParent(req.Parent); err != nil {
-			pr.Close()
-			return notStarted(fmt.Errorf("node: parent cgroup of %s: %w", res.Unit, err))
-		}
-		if child, err := p.Cgroup(); err == nil {
-			res.Cgroup = path.Join(m.Parent(), child)
-		}
-	}
-	n.mu.Lock()
-	in.floor, in.floorKnown = req.Parent, true
-	n.mu.Unlock()
-
 	// The identity is in the launch file: the trampoline drops to it
 	// after it has opened the log socket and built the sandbox as root.
 	res.Start = n.cfg.Backend.Start(ctx, units.Spec{Proc: p, Tier: req.Tier, Parent: req.Parent, Grace: req.Grace})
@@ -106,10 +87,8 @@ func (n *Node) Start(ctx context.Context, req StartRequest) StartResult {
 		}
 		return res
 	}
-	if res.Cgroup == "" {
-		if st, err := n.cfg.Backend.Observe(ctx, p); err == nil {
-			res.Cgroup = st.Cgroup
-		}
+	if st, err := n.cfg.Backend.Observe(ctx, p); err == nil {
+		res.Cgroup = st.Cgroup
 	}
 	wctx, cancel := context.WithCancel(n.life)
 	n.mu.Lock()
@@ -160,30 +139,9 @@ func (n *Node) Observe(ctx context.Context, ref Ref) (State, error) {
 	if err != nil {
 		return State{}, fmt.Errorf("node: observe: %w", err)
 	}
-	pop, err := n.populated(p, st)
+	pop, err := n.cfg.Backend.Populated(ctx, p, st)
 	if err != nil {
-		return State{}, err
+		return State{}, fmt.Errorf("node: %w", err)
 	}
 	return State{Status: st, Populated: pop}, nil
-}
-
-// populated reads the slot's cgroup where the Node shares the backend's
-// manager; otherwise it goes by the manager's word (not gone).
-func (n *Node) populated(p layout.Proc, st units.Status) (bool, error) {
-	m, err := n.manager(p.Instance())
-	if err != nil {
-		return false, err
-	}
-	if m == nil {
-		return !st.Gone(), nil
-	}
-	child, err := p.Cgroup()
-	if err != nil {
-		return false, err
-	}
-	pids, err := m.Pids(child)
-	if err != nil {
-		return false, fmt.Errorf("node: pids of %s: %w", p.UnitName(), err)
-	}
-	return len(pids) > 0, nil
 }

@@ -2,6 +2,7 @@ package units
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -103,4 +104,27 @@ type Backend interface {
 	ListInstance(ctx context.Context, inst layout.Instance) ([]Status, error)
 	// Shutdown bounds every running and future proof by ctx.
 	Shutdown(ctx context.Context)
+
+	// RaiseParent lifts the instance parent's limit to overlap while two
+	// generations run; RestoreParent lowers it back to the floor the
+	// last Start set (ErrNoParentLimit when no Start since this backend
+	// began told it). The direct backend refuses the restore
+	// (*cgroups.PopulatedError) while two generations hold processes.
+	RaiseParent(ctx context.Context, inst layout.Instance, overlap cgroups.Tier) error
+	RestoreParent(ctx context.Context, inst layout.Instance) error
+	// RemoveParent removes the instance parent and its cgroup; call it
+	// only once every unit of the instance is proven gone.
+	RemoveParent(ctx context.Context, inst layout.Instance) error
+	// Populated reports whether p's cgroup holds a process; st is p's
+	// status as just observed.
+	Populated(ctx context.Context, p layout.Proc, st Status) (bool, error)
+	// WatchEmpty is closed once p's cgroup is empty (its process exited
+	// or was killed); the watch ends with ctx.
+	WatchEmpty(ctx context.Context, p layout.Proc) (<-chan struct{}, error)
+	// Close lets go of connections and idle helpers. Units keep running:
+	// a new backend re-adopts them.
+	Close()
 }
+
+// ErrNoParentLimit: RestoreParent does not know the floor to restore.
+var ErrNoParentLimit = errors.New("units: parent limit floor unknown")

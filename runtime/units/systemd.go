@@ -44,6 +44,9 @@ type Systemd struct {
 
 	mu   sync.Mutex
 	conn *sddbus.Conn
+	// floors are the slices' limits as the last Start set them, for
+	// RestoreParent; guarded by mu.
+	floors map[string]cgroups.Tier
 
 	// afterJob, when set by a test, runs between a start job's result and
 	// the first look at the unit: it widens the window in which an app
@@ -120,6 +123,7 @@ func (b *Systemd) Start(ctx context.Context, spec Spec) outcome.Start {
 	if err := b.ensureSlice(ctx, c, spec.Proc.Instance(), spec.Parent); err != nil {
 		return fail(outcome.NotStarted, err)
 	}
+	b.setFloor(spec.Proc.Instance(), spec.Parent)
 	// A failed unit stays loaded under its name until it is reset, and a
 	// transient unit cannot be started over a loaded one: a slot whose
 	// name comes back (a sidecar started again, a seed run again) would
@@ -196,7 +200,7 @@ func execFailed(st Status) bool {
 
 // ensureSlice starts the instance's slice with the parent limit. A slice
 // that is already there keeps its limits: raising and restoring them for an
-// overlap is SetParentLimit's, and a start must not undo a raise.
+// overlap is setParentLimit's, and a start must not undo a raise.
 func (b *Systemd) ensureSlice(ctx context.Context, c *sddbus.Conn, inst layout.Instance, parent cgroups.Tier) error {
 	slice := inst.SliceName()
 	props := append([]sddbus.Property{sddbus.PropDescription("unitlet instance " + inst.Namespace() + "/" + inst.Name())}, tierProps(parent, false)...)
@@ -220,9 +224,9 @@ func (b *Systemd) ensureSlice(ctx context.Context, c *sddbus.Conn, inst layout.I
 	}
 }
 
-// SetParentLimit sets the instance slice's limit at runtime: raised for
+// setParentLimit sets the instance slice's limit at runtime: raised for
 // an overlap, restored after it (a zero field becomes "no limit").
-func (b *Systemd) SetParentLimit(ctx context.Context, inst layout.Instance, t cgroups.Tier) error {
+func (b *Systemd) setParentLimit(ctx context.Context, inst layout.Instance, t cgroups.Tier) error {
 	c, err := b.connection(ctx)
 	if err != nil {
 		return err

@@ -120,13 +120,24 @@ func TestSystemdLimitsStopAndProve(t *testing.T) {
 		t.Errorf("host cgroup files (-want,+got):\n%s", diff)
 	}
 
-	// The overlap raise and its restore land on the slice.
-	if err := b.SetParentLimit(ctx, p.Instance(), cgroups.Tier{MemoryBytes: 384 << 20}); err != nil {
+	// The overlap raise and its restore land on the slice; the floor is
+	// the one this backend's Start set, unknown to a backend that never
+	// started the instance (an agent just restarted).
+	if err := env.backend(t, 5*time.Second).RestoreParent(ctx, p.Instance()); !errors.Is(err, ErrNoParentLimit) {
+		t.Errorf("restore by a backend that never started it: %v, want ErrNoParentLimit", err)
+	}
+	if err := b.RaiseParent(ctx, p.Instance(), cgroups.Tier{MemoryBytes: 384 << 20}); err != nil {
 		t.Fatal(err)
 	}
 	sliceMem := filepath.Join(env.sys.HostCgroup("memory", filepath.Dir(st.Cgroup)), "memory.limit_in_bytes")
 	if diff := cmp.Diff(fmt.Sprintln(384<<20), readFile(t, sliceMem)); diff != "" {
 		t.Errorf("raised slice limit (-want,+got):\n%s", diff)
+	}
+	if err := b.RestoreParent(ctx, p.Instance()); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(fmt.Sprintln(192<<20), readFile(t, sliceMem)); diff != "" {
+		t.Errorf("restored slice limit (-want,+got):\n%s", diff)
 	}
 
 	if err := b.Stop(ctx, p); err != nil {

@@ -1,0 +1,77 @@
+package units
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/unitlet/unitlet/runtime/cgroups"
+	"github.com/unitlet/unitlet/runtime/layout"
+)
+
+// The instance parent on the direct backend is a cgroup the backend's own
+// manager drives; it keeps the floor itself.
+
+// RaiseParent lifts the parent cgroup's limit for an overlap.
+func (b *Direct) RaiseParent(_ context.Context, inst layout.Instance, overlap cgroups.Tier) error {
+	m, err := b.Manager(inst)
+	if err != nil {
+		return err
+	}
+	return m.RaiseParent(overlap)
+}
+
+// RestoreParent lowers the parent cgroup back to its floor.
+func (b *Direct) RestoreParent(_ context.Context, inst layout.Instance) error {
+	m, err := b.Manager(inst)
+	if err != nil {
+		return err
+	}
+	return m.RestoreParent()
+}
+
+// RemoveParent removes the instance's cgroups (refused while populated).
+func (b *Direct) RemoveParent(_ context.Context, inst layout.Instance) error {
+	m, err := b.Manager(inst)
+	if err != nil {
+		return err
+	}
+	if err := m.Remove(); err != nil {
+		return fmt.Errorf("units: remove cgroup %s: %w", inst.Cgroup(), err)
+	}
+	return nil
+}
+
+// Populated reads p's cgroup: the status alone cannot say, since a
+// process that left the unit's main process behind still holds it.
+func (b *Direct) Populated(_ context.Context, p layout.Proc, _ Status) (bool, error) {
+	m, child, err := b.child(p)
+	if err != nil {
+		return false, err
+	}
+	pids, err := m.Pids(child)
+	if err != nil {
+		return false, fmt.Errorf("units: pids of %s: %w", p.UnitName(), err)
+	}
+	return len(pids) > 0, nil
+}
+
+// WatchEmpty is the manager's watch of p's cgroup.
+func (b *Direct) WatchEmpty(ctx context.Context, p layout.Proc) (<-chan struct{}, error) {
+	m, child, err := b.child(p)
+	if err != nil {
+		return nil, err
+	}
+	return m.WatchEmpty(ctx, child)
+}
+
+func (b *Direct) child(p layout.Proc) (cgroups.Manager, string, error) {
+	m, err := b.Manager(p.Instance())
+	if err != nil {
+		return nil, "", err
+	}
+	child, err := p.Cgroup()
+	if err != nil {
+		return nil, "", err
+	}
+	return m, child, nil
+}
