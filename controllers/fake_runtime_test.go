@@ -12,7 +12,6 @@ import (
 	"github.com/unitlet/unitlet/runtime/identity"
 	"github.com/unitlet/unitlet/runtime/node"
 	"github.com/unitlet/unitlet/runtime/outcome"
-	"github.com/unitlet/unitlet/runtime/units"
 )
 
 // fakeRuntime injects what a real node cannot be made to show on demand:
@@ -25,7 +24,7 @@ type fakeRuntime struct {
 	probe    map[node.Ref]error             // default ready
 	unproven map[node.Ref]outcome.KillReason
 	running  map[node.Ref]bool
-	exits    map[node.Ref]*units.Exit
+	exits    map[node.Ref]*outcome.Exit
 	events   chan node.Ref
 	// refEnv is the Secret/ConfigMap env of each slot's last start.
 	refEnv map[node.Ref]map[string]string
@@ -34,7 +33,7 @@ type fakeRuntime struct {
 func newFakeRuntime() *fakeRuntime {
 	return &fakeRuntime{
 		start: map[node.Ref]outcome.StartKind{}, probe: map[node.Ref]error{},
-		unproven: map[node.Ref]outcome.KillReason{}, running: map[node.Ref]bool{}, exits: map[node.Ref]*units.Exit{},
+		unproven: map[node.Ref]outcome.KillReason{}, running: map[node.Ref]bool{}, exits: map[node.Ref]*outcome.Exit{},
 		events: make(chan node.Ref, 64), refEnv: map[node.Ref]map[string]string{},
 	}
 }
@@ -237,7 +236,7 @@ func slot(r node.Ref) string {
 func (f *fakeRuntime) exit(ref node.Ref, code int) {
 	f.mu.Lock()
 	f.running[ref] = false
-	f.exits[ref] = &units.Exit{Result: "exit-code", Code: code}
+	f.exits[ref] = &outcome.Exit{Result: "exit-code", Code: code}
 	f.mu.Unlock()
 	f.events <- ref
 }

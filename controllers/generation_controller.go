@@ -6,7 +6,6 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -59,7 +58,9 @@ type GenerationReconciler struct {
 // +kubebuilder:rbac:groups=hosting.unitlet.dev,resources=generations/finalizers,verbs=update
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// Reconcile moves one Generation a step towards its desired state.
+// Reconcile moves one Generation a step towards its desired state: a list
+// of phases that gather facts, and one status computed from them
+// (generationStatus) and patched once.
 func (r *GenerationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	gen := &v1.Generation{}
 	if err := r.Client.Get(ctx, req.NamespacedName, gen); err != nil {
@@ -74,8 +75,12 @@ func (r *GenerationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		return ctrl.Result{}, nil
 	}
 
+	s := &genScope{gen: gen}
 	before := gen.DeepCopy()
 	defer func() {
+		for _, e := range generationStatus(gen, s.facts) {
+			r.event(gen, e.typ, e.reason, e.action, "%s", e.msg)
+		}
 		gen.Status.ObservedGeneration = gen.Generation
 		if err := r.Client.Status().Patch(ctx, gen, client.MergeFrom(before)); err != nil && !apierrors.IsNotFound(err) {
 			retErr = joinErr(retErr, fmt.Errorf("patch generation status: %w", err))
@@ -83,32 +88,35 @@ func (r *GenerationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		r.countPhases(ctx)
 	}()
 
+	phases := []genPhase{r.ensureFinalizer, r.start, r.observe, r.probe}
 	if stopping {
-		return r.retire(ctx, gen)
+		phases = []genPhase{r.retire, r.release}
 	}
-	if controllerutil.AddFinalizer(gen, v1.Finalizer) {
-		if err := r.Client.Update(ctx, gen); err != nil {
-			return ctrl.Result{}, err
+	for _, phase := range phases {
+		if res, err := phase(ctx, s); err != nil || !res.IsZero() || s.done {
+			return res, err
 		}
 	}
-	inst := r.instanceOf(ctx, gen)
-	if meta.FindStatusCondition(gen.Status.Conditions, v1.ConditionStarted) == nil {
-		if inst == nil {
-			// The cache holds this node's Instances only: a Generation
-			// naming one placed elsewhere (or none) is never started.
-			gen.Status.Phase = v1.PhaseFailed
-			r.setCondition(gen, v1.ConditionStarted, metav1.ConditionFalse, v1.ReasonLaunchRefused,
-				fmt.Sprintf("Instance %s/%s is not placed on node %s: a Generation starts only for an Instance of its node", gen.Namespace, gen.Spec.Instance, r.NodeName))
-			return ctrl.Result{}, nil
-		}
-		if prev, ok := r.handedOff.Load(gen.UID); ok {
-			r.setCondition(gen, v1.ConditionPrepared, metav1.ConditionTrue, "Prepared", "prepared")
-			r.applyStart(gen, prev.(outcome.Start))
-		} else if err := r.start(ctx, inst, gen); err != nil {
-			return ctrl.Result{}, err
-		}
+	return ctrl.Result{}, nil
+}
+
+// genScope is one reconcile of a Generation: the object, the facts its
+// phases gathered, and whether one of them settled the reconcile.
+type genScope struct {
+	gen   *v1.Generation
+	facts genFacts
+	done  bool
+}
+
+// genPhase is one step of a Generation's reconcile. A non-zero result, an
+// error or s.done ends the reconcile after it.
+type genPhase func(ctx context.Context, s *genScope) (ctrl.Result, error)
+
+func (r *GenerationReconciler) ensureFinalizer(ctx context.Context, s *genScope) (ctrl.Result, error) {
+	if controllerutil.AddFinalizer(s.gen, v1.Finalizer) {
+		return ctrl.Result{}, r.Client.Update(ctx, s.gen)
 	}
-	return r.observe(ctx, gen)
+	return ctrl.Result{}, nil
 }
 
 // instanceOf is the Generation's Instance; nil when gone or not on this
@@ -127,172 +135,131 @@ func refOf(gen *v1.Generation) node.Ref {
 
 // start prepares, places and starts the generation once, and records what
 // is known of the start: never more than the runtime could prove.
-func (r *GenerationReconciler) start(ctx context.Context, inst *v1.Instance, gen *v1.Generation) error {
-	log := ctrl.LoggerFrom(ctx)
-	t := &gen.Spec.Template
-	refs, err := refEnv(ctx, r.Reader, gen.Namespace, t)
-	if err != nil {
-		// Nothing was handed off: proven not started, and retried.
-		r.setCondition(gen, v1.ConditionPrepared, metav1.ConditionFalse, "EnvUnavailable", err.Error())
-		gen.Status.Phase = v1.PhasePending
-		return err
+func (r *GenerationReconciler) start(ctx context.Context, s *genScope) (ctrl.Result, error) {
+	gen := s.gen
+	if meta.FindStatusCondition(gen.Status.Conditions, v1.ConditionStarted) != nil {
+		return ctrl.Result{}, nil
 	}
-	host := inst.Spec.Host
-	gen.Status.Phase = v1.PhaseStarting
+	inst := r.instanceOf(ctx, gen)
+	if inst == nil {
+		// A Generation naming an Instance placed elsewhere (or none) is
+		// never started.
+		s.facts.notOnNode = fmt.Sprintf("Instance %s/%s is not placed on node %s: a Generation starts only for an Instance of its node",
+			gen.Namespace, gen.Spec.Instance, r.NodeName)
+		s.done = true
+		return ctrl.Result{}, nil
+	}
+	if prev, ok := r.handedOff.Load(gen.UID); ok {
+		// Started by this process already; the cache had not caught up.
+		st := prev.(outcome.Start)
+		s.facts.prepared, s.facts.start, s.facts.now = &preparedFact{}, &st, r.Clock.Now()
+		return ctrl.Result{}, nil
+	}
+	req, err := startRequest(ctx, r.Reader, inst, refOf(gen), &gen.Spec.Template, r.Gate.AllowsRoot())
+	if err != nil {
+		s.facts.envErr = err // nothing was handed off: proven not started, and retried
+		return ctrl.Result{}, err
+	}
+	req.Command, req.Args, req.Tier, req.Grace = gen.Spec.Template.Command, gen.Spec.Template.Args, tierOf(gen.Spec.Template.Tier), r.Grace
 	began := r.Clock.Now()
-	res := r.Runtime.Start(ctx, node.StartRequest{
-		Ref: refOf(gen), Host: host, Command: t.Command, Args: t.Args,
-		SpecEnv: specEnv(t), RefEnv: refs, WorkingDir: t.WorkingDir, User: t.User, AllowRoot: r.Gate.AllowsRoot(),
-		Tier: tierOf(t.Tier), Parent: tierOf(t.Tier), Grace: r.Grace,
-	})
-	metrics.ObserveStart(res.Start.Kind.String(), r.Clock.Since(began))
+	res := r.Runtime.Start(ctx, req)
+	s.facts.now = r.Clock.Now()
+	metrics.ObserveStart(res.Start.Kind.String(), s.facts.now.Sub(began))
 	kv := []any{"generation", gen.Spec.Number, "outcome", res.Start.Kind.String()}
-	for _, s := range res.Steps {
-		kv = append(kv, s.Name, s.Duration.String())
-		metrics.ObservePrepareStep(s.Name, s.Duration)
+	for _, st := range res.Steps {
+		kv = append(kv, st.Name, st.Duration.String())
+		metrics.ObservePrepareStep(st.Name, st.Duration)
 	}
-	log.Info("prepared and started", kv...)
-	gen.Status.Unit, gen.Status.Cgroup = res.Unit, res.Cgroup
-	prepared := "prepared"
-	if len(res.Warnings) > 0 {
-		prepared = fmt.Sprintf("prepared with warnings: %v", res.Warnings)
-	}
-	r.setCondition(gen, v1.ConditionPrepared, metav1.ConditionTrue, "Prepared", prepared)
+	ctrl.LoggerFrom(ctx).Info("prepared and started", kv...)
 	r.handedOff.Store(gen.UID, res.Start)
-	r.applyStart(gen, res.Start)
-	return nil
+	s.facts.prepared = &preparedFact{fresh: true, unit: res.Unit, cgroup: res.Cgroup, warnings: res.Warnings}
+	s.facts.start = &res.Start
+	return ctrl.Result{}, nil
 }
 
-// applyStart maps a start outcome to the Started condition and phase.
-func (r *GenerationReconciler) applyStart(gen *v1.Generation, s outcome.Start) {
-	reason := s.Kind.String()
-	msg := reason
-	if s.Cause != nil {
-		msg = s.Cause.Error()
+// observe reads the unit: an uncertain start resolves only by what is
+// seen (running, or an exit record), and an exit ends the generation.
+func (r *GenerationReconciler) observe(ctx context.Context, s *genScope) (ctrl.Result, error) {
+	started, _ := startedStatus(s.gen, &s.facts)
+	if started == metav1.ConditionFalse {
+		s.done = true // failed at start: nothing runs, the Instance decides
+		return ctrl.Result{}, nil
 	}
-	switch s.Kind {
-	case outcome.Running:
-		now := metav1.NewTime(r.Clock.Now())
-		gen.Status.StartedAt = &now
-		gen.Status.InvocationID, gen.Status.MainPID = s.InvocationID, int64(s.MainPID)
-		r.setCondition(gen, v1.ConditionStarted, metav1.ConditionTrue, v1.ReasonRunning, fmt.Sprintf("running as pid %d", s.MainPID))
-		r.event(gen, corev1.EventTypeNormal, v1.ReasonRunning, "Start", "generation %d running", gen.Spec.Number)
-	case outcome.NotStarted:
-		gen.Status.Phase = v1.PhaseFailed
-		r.setCondition(gen, v1.ConditionStarted, metav1.ConditionFalse, v1.ReasonLaunchRefused, msg)
-		r.event(gen, corev1.EventTypeWarning, v1.ReasonLaunchRefused, "Start", "generation %d not started: %s", gen.Spec.Number, msg)
-	case outcome.ExitedBeforeObserved:
-		gen.Status.Phase = v1.PhaseFailed
-		gen.Status.Exit = exitStatus(s.Exit)
-		r.setCondition(gen, v1.ConditionStarted, metav1.ConditionFalse, v1.ReasonExitedBeforeObserved, msg)
-		r.event(gen, corev1.EventTypeWarning, v1.ReasonExitedBeforeObserved, "Start", "generation %d crashed at start: %s", gen.Spec.Number, msg)
-	default: // MayHaveRun, QueuedJobMayRun: say so, never claim either way
-		r.setCondition(gen, v1.ConditionStarted, metav1.ConditionUnknown, reason, msg)
-		r.event(gen, corev1.EventTypeWarning, reason, "Start", "generation %d may have run: %s", gen.Spec.Number, msg)
-	}
-}
-
-// observe reads the unit and probes readiness until it is ready, has
-// exited, or the readiness timeout passed.
-func (r *GenerationReconciler) observe(ctx context.Context, gen *v1.Generation) (ctrl.Result, error) {
-	started := meta.FindStatusCondition(gen.Status.Conditions, v1.ConditionStarted)
-	if started.Status == metav1.ConditionFalse {
-		return ctrl.Result{}, nil // failed at start: nothing runs, the Instance decides
-	}
-	st, err := r.Runtime.Observe(ctx, refOf(gen))
+	st, err := r.Runtime.Observe(ctx, refOf(s.gen))
 	if err != nil {
-		return ctrl.Result{}, fmt.Errorf("observe generation %d: %w", gen.Spec.Number, err)
+		return ctrl.Result{}, fmt.Errorf("observe generation %d: %w", s.gen.Spec.Number, err)
 	}
-	if started.Status == metav1.ConditionUnknown {
-		// An uncertain start resolves only by what is seen: running, or an
-		// exit record. Otherwise it stays uncertain until retired.
-		switch start := st.StartOutcome(); start.Kind {
+	if started == metav1.ConditionUnknown {
+		start := st.StartOutcome()
+		switch start.Kind {
 		case outcome.Running, outcome.ExitedBeforeObserved:
-			r.applyStart(gen, start)
+			s.facts.start, s.facts.now = &start, r.Clock.Now()
 		default:
-			return ctrl.Result{RequeueAfter: 5 * time.Second}, nil
+			return ctrl.Result{RequeueAfter: 5 * time.Second}, nil // uncertain until retired
 		}
-		started = meta.FindStatusCondition(gen.Status.Conditions, v1.ConditionStarted)
-		if started.Status != metav1.ConditionTrue {
+		if start.Kind != outcome.Running {
+			s.done = true
 			return ctrl.Result{}, nil
 		}
 	}
-	if st.MainPID != 0 {
-		gen.Status.MainPID = int64(st.MainPID) // as observed now: an adoption keeps it true
-	}
-	if st.Exit != nil && !st.Populated {
-		if gen.Status.Phase != v1.PhaseFailed {
-			gen.Status.Phase = v1.PhaseFailed
-			gen.Status.Exit = exitFrom(*st.Exit)
-			r.setCondition(gen, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonExited, describeExit(st.Exit))
-			r.event(gen, corev1.EventTypeWarning, v1.ReasonExited, "Observe", "generation %d exited: %s", gen.Spec.Number, describeExit(st.Exit))
-		}
-		return ctrl.Result{}, nil
-	}
-	if meta.IsStatusConditionTrue(gen.Status.Conditions, v1.ConditionReady) {
-		return ctrl.Result{}, nil
-	}
-	return r.probe(ctx, gen)
+	s.facts.observed = &st
+	s.done = st.Exit != nil && !st.Populated
+	return ctrl.Result{}, nil
 }
 
 // probe checks readiness once and decides whether to wait more.
-func (r *GenerationReconciler) probe(ctx context.Context, gen *v1.Generation) (ctrl.Result, error) {
-	rd := readinessOf(&gen.Spec.Template)
-	err := r.Runtime.Probe(ctx, refOf(gen), rd)
-	if err == nil {
-		gen.Status.Phase = v1.PhaseRunning
-		r.setCondition(gen, v1.ConditionReady, metav1.ConditionTrue, "ProbeSucceeded", "readiness probe succeeded")
-		r.event(gen, corev1.EventTypeNormal, "Ready", "Probe", "generation %d ready", gen.Spec.Number)
+func (r *GenerationReconciler) probe(ctx context.Context, s *genScope) (ctrl.Result, error) {
+	gen := s.gen
+	if meta.IsStatusConditionTrue(gen.Status.Conditions, v1.ConditionReady) {
 		return ctrl.Result{}, nil
 	}
+	err := r.Runtime.Probe(ctx, refOf(gen), readinessOf(&gen.Spec.Template))
 	timeout := readinessTimeout(&gen.Spec.Template)
-	if gen.Status.StartedAt != nil && r.Clock.Since(gen.Status.StartedAt.Time) > timeout {
-		gen.Status.Phase = v1.PhaseFailed
-		r.setCondition(gen, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonReadinessTimeout,
-			fmt.Sprintf("not ready within %s: %v", timeout, err))
-		r.event(gen, corev1.EventTypeWarning, v1.ReasonReadinessTimeout, "Probe", "generation %d not ready within %s", gen.Spec.Number, timeout)
-		return ctrl.Result{}, nil
+	startedAt := gen.Status.StartedAt
+	if s.facts.start != nil && s.facts.start.Kind == outcome.Running {
+		startedAt = &metav1.Time{Time: s.facts.now}
 	}
-	r.setCondition(gen, v1.ConditionReady, metav1.ConditionFalse, "Probing", err.Error())
-	return ctrl.Result{RequeueAfter: r.ProbeInterval}, nil
+	p := &probeFact{err: err, timeout: timeout}
+	p.timedOut = err != nil && startedAt != nil && r.Clock.Since(startedAt.Time) > timeout
+	s.facts.probe = p
+	if err != nil && !p.timedOut {
+		return ctrl.Result{RequeueAfter: r.ProbeInterval}, nil
+	}
+	return ctrl.Result{}, nil
 }
 
-// retire stops the generation and proves it gone; the finalizer (the
-// lease) leaves only with the proof.
-func (r *GenerationReconciler) retire(ctx context.Context, gen *v1.Generation) (ctrl.Result, error) {
-	if !meta.IsStatusConditionTrue(gen.Status.Conditions, v1.ConditionTerminated) {
-		if gen.Status.Phase != v1.PhaseRetired {
-			gen.Status.Phase = v1.PhaseRetiring
-		}
-		// Always prove, even for a generation never seen started: a start
-		// may have been handed off just before a crash lost its record.
-		began := r.Clock.Now()
-		kill := r.Runtime.Retire(ctx, refOf(gen), r.Grace)
-		metrics.ObserveKill(kill.Proven, string(kill.Reason), r.Clock.Since(began))
-		if !kill.Proven {
-			reason := string(kill.Reason)
-			r.setCondition(gen, v1.ConditionTerminated, metav1.ConditionFalse, reason, kill.Err().Error())
-			r.event(gen, corev1.EventTypeWarning, v1.ConditionKillUnproven, "Retire", "generation %d kill unproven: %v", gen.Spec.Number, kill.Err())
-			return ctrl.Result{}, fmt.Errorf("generation %d: %w", gen.Spec.Number, kill.Err())
-		}
-		gen.Status.Phase = v1.PhaseRetired
-		gen.Status.MainPID = 0
-		r.setCondition(gen, v1.ConditionTerminated, metav1.ConditionTrue, v1.ReasonProven, "stopped; unit inactive and cgroup seen empty")
-		r.setCondition(gen, v1.ConditionReady, metav1.ConditionFalse, "Retired", "generation retired")
-		r.event(gen, corev1.EventTypeNormal, "Retired", "Retire", "generation %d proven gone", gen.Spec.Number)
+// retire stops the generation and proves it gone; always, even for one
+// never seen started: a start may have been handed off just before a
+// crash lost its record.
+func (r *GenerationReconciler) retire(ctx context.Context, s *genScope) (ctrl.Result, error) {
+	if meta.IsStatusConditionTrue(s.gen.Status.Conditions, v1.ConditionTerminated) {
+		return ctrl.Result{}, nil
 	}
-	if !gen.DeletionTimestamp.IsZero() && controllerutil.ContainsFinalizer(gen, v1.Finalizer) {
-		// Pruned or deleted, and proven gone: the node's files of it go
-		// too. A failure leaves only files, never a process: logged, and
-		// the Instance's removal takes them at the latest.
-		if err := r.Runtime.Forget(ctx, refOf(gen)); err != nil {
-			ctrl.LoggerFrom(ctx).Info("generation's files kept", "generation", gen.Spec.Number, "error", err.Error())
-		}
+	began := r.Clock.Now()
+	kill := r.Runtime.Retire(ctx, refOf(s.gen), r.Grace)
+	metrics.ObserveKill(kill.Proven, string(kill.Reason), r.Clock.Since(began))
+	s.facts.kill = &kill
+	if !kill.Proven {
+		return ctrl.Result{}, fmt.Errorf("generation %d: %w", s.gen.Spec.Number, kill.Err())
 	}
-	if !gen.DeletionTimestamp.IsZero() && controllerutil.RemoveFinalizer(gen, v1.Finalizer) {
-		if err := r.Client.Update(ctx, gen); err != nil && !apierrors.IsNotFound(err) {
-			return ctrl.Result{}, err
-		}
+	return ctrl.Result{}, nil
+}
+
+// release lets a deleted generation go once proven gone: the node's files
+// of it, then the finalizer (the lease).
+func (r *GenerationReconciler) release(ctx context.Context, s *genScope) (ctrl.Result, error) {
+	gen := s.gen
+	if gen.DeletionTimestamp.IsZero() || !controllerutil.ContainsFinalizer(gen, v1.Finalizer) {
+		return ctrl.Result{}, nil
+	}
+	// A failure leaves only files, never a process: logged, and the
+	// Instance's removal takes them at the latest.
+	if err := r.Runtime.Forget(ctx, refOf(gen)); err != nil {
+		ctrl.LoggerFrom(ctx).Info("generation's files kept", "generation", gen.Spec.Number, "error", err.Error())
+	}
+	controllerutil.RemoveFinalizer(gen, v1.Finalizer)
+	if err := r.Client.Update(ctx, gen); err != nil && !apierrors.IsNotFound(err) {
+		return ctrl.Result{}, err
 	}
 	return ctrl.Result{}, nil
 }
@@ -308,12 +275,6 @@ func (r *GenerationReconciler) countPhases(ctx context.Context) {
 		counts[string(g.Status.Phase)]++
 	}
 	metrics.SetGenerationPhases(counts)
-}
-
-func (r *GenerationReconciler) setCondition(gen *v1.Generation, typ string, status metav1.ConditionStatus, reason, msg string) {
-	meta.SetStatusCondition(&gen.Status.Conditions, metav1.Condition{
-		Type: typ, Status: status, Reason: reason, Message: truncate(msg), ObservedGeneration: gen.Generation,
-	})
 }
 
 func (r *GenerationReconciler) event(obj client.Object, typ, reason, action, note string, args ...any) {

@@ -16,7 +16,6 @@ import (
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
 	"github.com/unitlet/unitlet/runtime/node"
 	"github.com/unitlet/unitlet/runtime/outcome"
-	"github.com/unitlet/unitlet/runtime/units"
 )
 
 // controllerOptions: a failed proof or start is retried with backoff from
@@ -38,14 +37,11 @@ func recordEvent(rec events.EventRecorder, obj client.Object, typ, reason, actio
 	}
 }
 
+// exitStatus is the API's word for an exit the runtime recorded.
 func exitStatus(e *outcome.Exit) *v1.ExitStatus {
 	if e == nil {
 		return nil
 	}
-	return exitFrom(units.Exit{Result: e.Result, Code: e.Code, Signal: e.Signal})
-}
-
-func exitFrom(e units.Exit) *v1.ExitStatus {
 	s := &v1.ExitStatus{}
 	if e.Signal != 0 {
 		s.Signal = unix.SignalName(unix.Signal(e.Signal))
@@ -60,7 +56,7 @@ func exitFrom(e units.Exit) *v1.ExitStatus {
 	return s
 }
 
-func describeExit(e *units.Exit) string {
+func describeExit(e *outcome.Exit) string {
 	if e.Signal != 0 {
 		return fmt.Sprintf("killed by %s (%s)", unix.SignalName(unix.Signal(e.Signal)), e.Result)
 	}
@@ -99,7 +95,7 @@ func joinErr(a, b error) error { return errors.Join(a, b) }
 // nodeRuntime is node.Runtime, named here so tests can hand in a fake.
 type nodeRuntime = node.Runtime
 
-func exitText(e *units.Exit) string {
+func exitText(e *outcome.Exit) string {
 	if e == nil {
 		return "no exit record"
 	}

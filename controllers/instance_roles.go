@@ -27,16 +27,9 @@ func (s *swap) roleRef(r layout.Role) node.Ref {
 // roleRequest starts a seed or sidecar in the template's environment:
 // its env, envFrom, working dir and user, as the app gets them.
 func (s *swap) roleRequest(ctx context.Context, ref node.Ref, role v1.Role) (node.StartRequest, error) {
-	t := &s.inst.Spec.Template
-	refs, err := refEnv(ctx, s.r.Reader, s.inst.Namespace, t)
-	if err != nil {
-		return node.StartRequest{}, err
-	}
-	return node.StartRequest{
-		Ref: ref, Host: s.inst.Spec.Host, Command: role.Command, Args: role.Args,
-		SpecEnv: specEnv(t), RefEnv: refs, WorkingDir: t.WorkingDir, User: t.User, AllowRoot: s.r.Gate.AllowsRoot(),
-		Parent: tierOf(t.Tier), Grace: time.Second,
-	}, nil
+	req, err := startRequest(ctx, s.r.Reader, s.inst, ref, &s.inst.Spec.Template, s.r.Gate.AllowsRoot())
+	req.Command, req.Args, req.Grace = role.Command, role.Args, time.Second
+	return req, err
 }
 
 // ensureSeed runs the seed role once, before the first generation. It
@@ -87,7 +80,7 @@ func (s *swap) ensureSeed(ctx context.Context) (bool, ctrl.Result, error) {
 	if err != nil {
 		// Nothing was started; an administrator's opt-in or a new Secret
 		// lets the next look through.
-		s.progress("EnvUnavailable", "seed not started: %v", err)
+		s.progress(v1.ReasonEnvUnavailable, "seed not started: %v", err)
 		return false, ctrl.Result{RequeueAfter: roleWait}, nil
 	}
 	res := s.r.Runtime.Start(ctx, req)

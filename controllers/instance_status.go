@@ -31,7 +31,7 @@ func computeInstanceStatus(inst *v1.Instance, gens []*v1.Generation, n note, ok 
 		set(v1.ConditionStartUncertain, metav1.ConditionTrue, c.Reason,
 			fmt.Sprintf("generation %d may have run: %s", uncertain.Spec.Number, c.Message))
 	} else {
-		set(v1.ConditionStartUncertain, metav1.ConditionFalse, "Certain", "every start's outcome is known")
+		set(v1.ConditionStartUncertain, metav1.ConditionFalse, v1.ReasonCertain, "every start's outcome is known")
 	}
 	switch {
 	case unproven != nil:

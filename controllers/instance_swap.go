@@ -247,7 +247,7 @@ func (s *swap) finalize(ctx context.Context) (ctrl.Result, error) {
 		return ctrl.Result{}, err
 	}
 	if !gone {
-		s.progress("Deleting", "waiting for every generation to be proven gone before the lease is released")
+		s.progress(v1.ReasonDeleting, "waiting for every generation to be proven gone before the lease is released")
 		return ctrl.Result{}, nil
 	}
 	for _, g := range s.gens {
@@ -256,7 +256,7 @@ func (s *swap) finalize(ctx context.Context) (ctrl.Result, error) {
 		}
 	}
 	if len(s.gens) > 0 {
-		s.progress("Deleting", "waiting for %d generations to be deleted", len(s.gens))
+		s.progress(v1.ReasonDeleting, "waiting for %d generations to be deleted", len(s.gens))
 		return ctrl.Result{}, nil
 	}
 	if gone, err := s.retireRoles(ctx); !gone || err != nil {

@@ -16,6 +16,7 @@ import (
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
 	"github.com/unitlet/unitlet/runtime/cgroups"
+	"github.com/unitlet/unitlet/runtime/node"
 )
 
 // Annotations the agent keeps on the objects it makes.
@@ -137,4 +138,19 @@ func refError(kind, namespace, name string, err error) error {
 			kind, name, namespace, namespace, EnvReaderRole, err)
 	}
 	return fmt.Errorf("%s %s: %w", kind, name, err)
+}
+
+// startRequest is what every slot of inst starts with from template t
+// (the Instance's, or the one a Generation froze): its host, env with the
+// envFrom data read through reader, working dir, identity and parent
+// limit. The caller adds the command and what is its own (tier, grace).
+func startRequest(ctx context.Context, reader client.Reader, inst *v1.Instance, ref node.Ref, t *v1.Template, allowRoot bool) (node.StartRequest, error) {
+	refs, err := refEnv(ctx, reader, inst.Namespace, t)
+	if err != nil {
+		return node.StartRequest{}, err
+	}
+	return node.StartRequest{
+		Ref: ref, Host: inst.Spec.Host, SpecEnv: specEnv(t), RefEnv: refs,
+		WorkingDir: t.WorkingDir, User: t.User, AllowRoot: allowRoot, Parent: tierOf(t.Tier),
+	}, nil
 }

@@ -47,6 +47,18 @@ const (
 	ReasonRestarting = "Restarting"
 	ReasonBackOff    = "BackOff"
 
+	// Generation preparation and readiness.
+	ReasonPrepared       = "Prepared"
+	ReasonEnvUnavailable = "EnvUnavailable"
+	ReasonProbing        = "Probing"
+	ReasonProbeSucceeded = "ProbeSucceeded"
+	ReasonRetired        = "Retired"
+	// ReasonCertain: every start's outcome is known (StartUncertain=False).
+	ReasonCertain = "Certain"
+	// ReasonDeleting: the Instance waits for its generations to be proven
+	// gone and deleted before the lease goes.
+	ReasonDeleting = "Deleting"
+
 	// Start outcomes.
 	ReasonRunning              = "Running"
 	ReasonLaunchRefused        = "LaunchRefused"

@@ -83,7 +83,7 @@ type instance struct {
 	starting sync.Mutex
 	log      *logs.RotatingFile
 	fence    control.ServingFence
-	slots      map[Ref]*slot
+	slots    map[Ref]*slot
 }
 
 // slot is one started slot: its listeners stay open while it runs.

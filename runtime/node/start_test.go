@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/unitlet/unitlet/runtime/outcome"
 )
@@ -97,7 +98,7 @@ func TestStartOutcomes(t *testing.T) {
 			if diff := cmp.Diff(tc.wantLater.String(), later.Start.Kind.String()); diff != "" {
 				t.Errorf("repeated start (-want,+got):\n%s", diff)
 			}
-			if diff := cmp.Diff(tc.wantExit, later.Start.Exit); diff != "" {
+			if diff := cmp.Diff(tc.wantExit, later.Start.Exit, cmpopts.IgnoreFields(outcome.Exit{}, "At")); diff != "" {
 				t.Errorf("exit (-want,+got):\n%s", diff)
 			}
 			if !errors.Is(later.Start.Err(), outcome.ErrExitedBeforeObserved) {

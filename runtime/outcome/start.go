@@ -3,6 +3,7 @@ package outcome
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // StartKind is what is known about one start attempt.
@@ -43,8 +44,9 @@ type Exit struct {
 	// Result is the manager's word for it ("success", "exit-code",
 	// "signal", "timeout", ...).
 	Result string
-	Code   int
-	Signal int
+	Code   int       // exit status when it exited
+	Signal int       // signal number when it was killed
+	At     time.Time // zero when unknown
 }
 
 // Start is the result of one start attempt.

@@ -29,14 +29,6 @@ type Spec struct {
 	// reads as root: the backend never sets a user itself.
 }
 
-// Exit is how a unit's main process ended, as the manager recorded it.
-type Exit struct {
-	Result string    // "success", "exit-code", "signal", "timeout", ...
-	Code   int       // exit status when it exited
-	Signal int       // signal number when it was killed
-	At     time.Time // zero when unknown
-}
-
 // Status is what is observed about one unit now.
 type Status struct {
 	Unit         string
@@ -45,8 +37,8 @@ type Status struct {
 	SubState     string
 	InvocationID string // hex
 	MainPID      int
-	Cgroup       string // as the manager names it
-	Exit         *Exit  // set once the main process has exited
+	Cgroup       string        // as the manager names it
+	Exit         *outcome.Exit // set once the main process has exited
 	// Proc is the process slot the unit belongs to, when its name or
 	// records map back to one (nil otherwise: re-adopt it by hand).
 	Proc *layout.Proc
@@ -67,7 +59,7 @@ func (s Status) StartOutcome() outcome.Start {
 		o.Kind = outcome.Running
 	case s.Exit != nil:
 		o.Kind = outcome.ExitedBeforeObserved
-		o.Exit = &outcome.Exit{Result: s.Exit.Result, Code: s.Exit.Code, Signal: s.Exit.Signal}
+		o.Exit = s.Exit
 		o.Cause = fmt.Errorf("units: %s (%s) %w", s.Unit, s.Exit.Result, outcome.ErrExitedBeforeObserved)
 	default:
 		o.Kind = outcome.MayHaveRun

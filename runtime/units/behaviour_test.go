@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/unitlet/unitlet/runtime/layout"
 	"github.com/unitlet/unitlet/runtime/outcome"
@@ -84,7 +85,7 @@ func TestStartOutcomes(t *testing.T) {
 		if e, ok := tc.wantExitBy[be.name]; ok {
 			wantExit = e
 		}
-		if diff := cmp.Diff(wantExit, got.Exit); diff != "" {
+		if diff := cmp.Diff(wantExit, got.Exit, cmpopts.IgnoreFields(outcome.Exit{}, "At")); diff != "" {
 			t.Errorf("exit (-want,+got):\n%s", diff)
 		}
 		err := got.Err()
@@ -182,12 +183,12 @@ func TestStopKillProve(t *testing.T) {
 func TestExitRecords(t *testing.T) {
 	tests := map[string]struct {
 		script string
-		want   Exit
+		want   outcome.Exit
 	}{
-		"an exit code":      {script: "exit 3", want: Exit{Result: "exit-code", Code: 3}},
-		"a signal":          {script: "kill -USR1 $$", want: Exit{Result: "signal", Signal: 10}},
-		"a clean exit":      {script: "exit 0", want: Exit{Result: "success"}},
-		"a SIGKILL of main": {script: "kill -KILL $$", want: Exit{Result: "signal", Signal: 9}},
+		"an exit code":      {script: "exit 3", want: outcome.Exit{Result: "exit-code", Code: 3}},
+		"a signal":          {script: "kill -USR1 $$", want: outcome.Exit{Result: "signal", Signal: 10}},
+		"a clean exit":      {script: "exit 0", want: outcome.Exit{Result: "success"}},
+		"a SIGKILL of main": {script: "kill -KILL $$", want: outcome.Exit{Result: "signal", Signal: 9}},
 	}
 	eachCase(t, tests, func(t *testing.T, be testBackend, i int, name string) {
 		tc := tests[name]
@@ -213,7 +214,7 @@ func TestExitRecords(t *testing.T) {
 		if err := record.Read(p.Instance().ExitDir(), record.Name(p, record.ExitSuffix), &rec); err != nil {
 			t.Fatal(err)
 		}
-		gotRec := Exit{Result: rec.Result, Code: rec.Code, Signal: rec.Signal}
+		gotRec := outcome.Exit{Result: rec.Result, Code: rec.Code, Signal: rec.Signal}
 		if diff := cmp.Diff(tc.want, gotRec); diff != "" {
 			t.Errorf("exit record (-want,+got):\n%s", diff)
 		}

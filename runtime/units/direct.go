@@ -261,7 +261,7 @@ func (b *Direct) Start(ctx context.Context, spec Spec) outcome.Start {
 	case err != nil:
 		return fail(outcome.MayHaveRun, fmt.Errorf("units: start %s: started, then: %w", unit, err))
 	default:
-		res.Exit = &outcome.Exit{Result: e.Result, Code: e.Code, Signal: e.Signal}
+		res.Exit = &outcome.Exit{Result: e.Result, Code: e.Code, Signal: e.Signal, At: e.At}
 		return fail(outcome.ExitedBeforeObserved, fmt.Errorf("%s %w", unit, outcome.ErrExitedBeforeObserved))
 	}
 	res.Kind = outcome.Running

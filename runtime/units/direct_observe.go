@@ -11,6 +11,7 @@ import (
 
 	"github.com/unitlet/unitlet/runtime/cgroups"
 	"github.com/unitlet/unitlet/runtime/layout"
+	"github.com/unitlet/unitlet/runtime/outcome"
 	"github.com/unitlet/unitlet/runtime/units/record"
 )
 
@@ -96,7 +97,7 @@ func statusOf(p layout.Proc, cgroup string, rs records, live bool) Status {
 	switch {
 	case rs.exit != nil:
 		e := rs.exit
-		st.Exit = &Exit{Result: e.Result, Code: e.Code, Signal: e.Signal, At: e.At}
+		st.Exit = &outcome.Exit{Result: e.Result, Code: e.Code, Signal: e.Signal, At: e.At}
 		st.ActiveState, st.SubState = "failed", "failed"
 		if e.Result == record.ResultSuccess {
 			st.ActiveState, st.SubState = "inactive", "dead"

@@ -69,8 +69,8 @@ func TestDirectObserveExitBetweenLooks(t *testing.T) {
 	if st.Gone() && st.Exit == nil {
 		t.Fatalf("gone without an exit: %+v", st)
 	}
-	want := &Exit{Result: "exit-code", Code: 3}
-	if diff := cmp.Diff(want, st.Exit, cmpopts.IgnoreFields(Exit{}, "At")); diff != "" {
+	want := &outcome.Exit{Result: "exit-code", Code: 3}
+	if diff := cmp.Diff(want, st.Exit, cmpopts.IgnoreFields(outcome.Exit{}, "At")); diff != "" {
 		t.Errorf("exit seen by the look across the exit (-want,+got):\n%s", diff)
 	}
 	if st = waitGone(ctx, t, b, p); st.Exit == nil || st.Exit.Code != 3 {

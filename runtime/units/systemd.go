@@ -159,7 +159,7 @@ func (b *Systemd) Start(ctx context.Context, spec Spec) outcome.Start {
 	}
 	res.InvocationID, res.MainPID = st.InvocationID, st.MainPID
 	if st.Exit != nil {
-		res.Exit = &outcome.Exit{Result: st.Exit.Result, Code: st.Exit.Code, Signal: st.Exit.Signal}
+		res.Exit = st.Exit
 	}
 	switch {
 	case result == "done" && !st.Gone() && st.Exit == nil:

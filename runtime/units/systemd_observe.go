@@ -36,7 +36,7 @@ func (b *Systemd) Observe(ctx context.Context, p layout.Proc) (Status, error) {
 		var e record.Exit
 		err := record.Read(p.Instance().ExitDir(), record.Name(p, record.ExitSuffix), &e)
 		if err == nil && (st.InvocationID == "" || e.InvocationID == st.InvocationID) {
-			st.Exit = &Exit{Result: e.Result, Code: e.Code, Signal: e.Signal, At: e.At}
+			st.Exit = &outcome.Exit{Result: e.Result, Code: e.Code, Signal: e.Signal, At: e.At}
 		}
 	}
 	return st, nil
@@ -77,7 +77,7 @@ func (b *Systemd) observe(ctx context.Context, c *sddbus.Conn, unit string) (Sta
 	result, _ := v[propResult].(string)
 	exitAt, _ := v[propExecMainExitTimestamp].(uint64)
 	if code != 0 && st.MainPID == 0 {
-		e := &Exit{Result: result}
+		e := &outcome.Exit{Result: result}
 		switch code {
 		case cldExited:
 			e.Code = int(status)
