@@ -51,6 +51,9 @@ type GenerationReconciler struct {
 	// by Generation UID, so a reconcile that reads a cache older than its
 	// own status patch never starts the same generation twice.
 	handedOff sync.Map
+	// phases is each of this node's Generations' last phase, for the
+	// phase gauge: one entry changed per reconcile, never a list.
+	phases phaseCounts
 }
 
 // +kubebuilder:rbac:groups=hosting.unitlet.dev,resources=generations,verbs=get;list;watch;create;update;patch;delete
@@ -64,6 +67,9 @@ type GenerationReconciler struct {
 func (r *GenerationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	gen := &v1.Generation{}
 	if err := r.Client.Get(ctx, req.NamespacedName, gen); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.phases.forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if gen.Spec.NodeName != r.NodeName {
@@ -85,7 +91,7 @@ func (r *GenerationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		if err := r.Client.Status().Patch(ctx, gen, client.MergeFrom(before)); err != nil && !apierrors.IsNotFound(err) {
 			retErr = joinErr(retErr, fmt.Errorf("patch generation status: %w", err))
 		}
-		r.countPhases(ctx)
+		r.phases.set(req.NamespacedName, gen.Status.Phase)
 	}()
 
 	phases := []genPhase{r.ensureFinalizer, r.start, r.observe, r.probe}
@@ -261,20 +267,44 @@ func (r *GenerationReconciler) release(ctx context.Context, s *genScope) (ctrl.R
 	if err := r.Client.Update(ctx, gen); err != nil && !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, err
 	}
+	r.handedOff.Delete(gen.UID) // proven gone and let go: never started again
 	return ctrl.Result{}, nil
 }
 
-// countPhases publishes this node's Generations by phase, from the cache.
-func (r *GenerationReconciler) countPhases(ctx context.Context) {
-	var list v1.GenerationList
-	if err := r.Client.List(ctx, &list); err != nil {
+// phaseCounts keeps the last phase of each Generation and the counts by
+// phase, and publishes the counts whenever one changes.
+type phaseCounts struct {
+	mu     sync.Mutex
+	last   map[types.NamespacedName]v1.GenerationPhase
+	counts map[string]int
+}
+
+func (p *phaseCounts) set(key types.NamespacedName, phase v1.GenerationPhase) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.last == nil {
+		p.last, p.counts = map[types.NamespacedName]v1.GenerationPhase{}, map[string]int{}
+	}
+	old, ok := p.last[key]
+	if ok && old == phase {
 		return
 	}
-	counts := map[string]int{}
-	for _, g := range list.Items {
-		counts[string(g.Status.Phase)]++
+	if ok {
+		p.counts[string(old)]--
 	}
-	metrics.SetGenerationPhases(counts)
+	p.last[key] = phase
+	p.counts[string(phase)]++
+	metrics.SetGenerationPhases(p.counts)
+}
+
+func (p *phaseCounts) forget(key types.NamespacedName) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if old, ok := p.last[key]; ok {
+		delete(p.last, key)
+		p.counts[string(old)]--
+		metrics.SetGenerationPhases(p.counts)
+	}
 }
 
 func (r *GenerationReconciler) event(obj client.Object, typ, reason, action, note string, args ...any) {

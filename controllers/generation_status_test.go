@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
@@ -144,5 +145,20 @@ func TestGenerationStatus(t *testing.T) {
 				t.Errorf("status (-want,+got):\n%s", diff)
 			}
 		})
+	}
+}
+
+func TestPhaseCounts(t *testing.T) {
+	a, b := types.NamespacedName{Namespace: "ns", Name: "a-g1"}, types.NamespacedName{Namespace: "ns", Name: "b-g1"}
+	var p phaseCounts
+	p.set(a, v1.PhaseStarting)
+	p.set(b, v1.PhaseStarting)
+	p.set(a, v1.PhaseRunning)
+	p.set(a, v1.PhaseRunning)
+	p.forget(b)
+	p.forget(b)
+	want := map[string]int{string(v1.PhaseStarting): 0, string(v1.PhaseRunning): 1}
+	if diff := cmp.Diff(want, p.counts); diff != "" {
+		t.Errorf("counts (-want,+got):\n%s", diff)
 	}
 }
