@@ -3,7 +3,6 @@ package controllers
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 
@@ -74,11 +73,10 @@ func (r *InstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	s := &swap{r: r, inst: inst, gens: gens}
-	before := inst.DeepCopy()
+	s := &swap{r: r, inst: inst, gens: gens, patchBase: inst.DeepCopy()}
 	defer func() {
 		computeInstanceStatus(inst, gens, s.note, retErr == nil)
-		if err := r.Client.Status().Patch(ctx, inst, client.MergeFrom(before)); err != nil && !apierrors.IsNotFound(err) {
+		if err := r.Client.Status().Patch(ctx, inst, client.MergeFrom(s.patchBase)); err != nil && !apierrors.IsNotFound(err) {
 			retErr = joinErr(retErr, fmt.Errorf("patch instance status: %w", err))
 		}
 		if controllerutil.ContainsFinalizer(inst, v1.Finalizer) {
@@ -88,48 +86,49 @@ func (r *InstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_
 		}
 	}()
 
+	phases := []swapPhase{s.gateOpen, s.ensureFinalizer, s.checkHost, s.suspendIfAsked, s.checkIdentity,
+		s.ensureSeed, s.ensureLatest, s.pruneHistory, s.advance}
 	if !inst.DeletionTimestamp.IsZero() {
-		return s.finalize(ctx)
+		phases = []swapPhase{s.finalize}
 	}
-	if !r.Gate.Accepting() {
-		s.note = note{reason: v1.ReasonFenced, msg: "node is not hosting: no new work is started"}
+	for _, phase := range phases {
+		if res, err := phase(ctx); err != nil || !res.IsZero() || s.done {
+			return res, err
+		}
+	}
+	return ctrl.Result{}, nil
+}
+
+// gateOpen stops the reconcile while the node is not hosting.
+func (s *swap) gateOpen(context.Context) (ctrl.Result, error) {
+	if s.r.Gate.Accepting() {
 		return ctrl.Result{}, nil
 	}
-	if controllerutil.AddFinalizer(inst, v1.Finalizer) {
-		if err := r.Client.Update(ctx, inst); err != nil {
+	s.note = note{reason: v1.ReasonFenced, msg: "node is not hosting: no new work is started"}
+	return s.stop(ctrl.Result{}, nil)
+}
+
+// ensureFinalizer takes the lease, and reads the stable socket's path.
+func (s *swap) ensureFinalizer(ctx context.Context) (ctrl.Result, error) {
+	if controllerutil.AddFinalizer(s.inst, v1.Finalizer) {
+		if err := s.r.Client.Update(ctx, s.inst); err != nil {
 			return ctrl.Result{}, err
 		}
-		before = inst.DeepCopy()
+		s.patchBase = s.inst.DeepCopy()
 	}
-	if sock, err := r.Runtime.StableSocket(node.InstanceRef{Namespace: inst.Namespace, Name: inst.Name}); err == nil {
-		inst.Status.Socket = sock
+	if sock, err := s.r.Runtime.StableSocket(s.ref()); err == nil {
+		s.inst.Status.Socket = sock
 	}
-	// A host another Instance holds: the loser never starts (one already
-	// running keeps running; a host edit is the owner's to undo).
-	if len(gens) == 0 {
-		if conflict, err := s.hostConflict(ctx); err != nil || conflict {
-			return ctrl.Result{RequeueAfter: hostRecheck}, err
-		}
+	return ctrl.Result{}, nil
+}
+
+// suspendIfAsked suspends instead of everything after it.
+func (s *swap) suspendIfAsked(ctx context.Context) (ctrl.Result, error) {
+	if !s.inst.Spec.Suspend {
+		return ctrl.Result{}, nil
 	}
-	if inst.Spec.Suspend {
-		return s.suspend(ctx)
-	}
-	if refused, err := s.identityRefused(); refused || err != nil {
-		return ctrl.Result{RequeueAfter: identityRecheck}, err
-	}
-	if ok, res, err := s.ensureSeed(ctx); !ok || err != nil {
-		return res, err
-	}
-	if err := s.ensureLatest(ctx); err != nil {
-		if errors.Is(err, errWait) {
-			return ctrl.Result{}, nil // a Generation's change wakes us
-		}
-		return ctrl.Result{}, err
-	}
-	if err := s.pruneHistory(ctx); err != nil {
-		return ctrl.Result{}, err
-	}
-	return s.advance(ctx)
+	s.done = true
+	return s.suspend(ctx)
 }
 
 // generations lists the Instance's Generations, oldest first.

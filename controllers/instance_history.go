@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
@@ -18,7 +19,7 @@ const defaultGenerationHistory = 10
 // while, not for ever, or a long life of template changes (or a crash
 // loop) would pile them up. The active and the newest are never pruned,
 // nor anything whose kill is not proven: its finalizer is a lease.
-func (s *swap) pruneHistory(ctx context.Context) error {
+func (s *swap) pruneHistory(ctx context.Context) (ctrl.Result, error) {
 	limit := defaultGenerationHistory
 	if l := s.inst.Spec.GenerationHistoryLimit; l != nil {
 		limit = int(*l)
@@ -32,8 +33,8 @@ func (s *swap) pruneHistory(ctx context.Context) error {
 	}
 	for _, g := range done[:max(0, len(done)-limit)] {
 		if err := s.r.Client.Delete(ctx, g); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("prune generation %d: %w", g.Spec.Number, err)
+			return ctrl.Result{}, fmt.Errorf("prune generation %d: %w", g.Spec.Number, err)
 		}
 	}
-	return nil
+	return ctrl.Result{}, nil
 }

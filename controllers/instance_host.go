@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	ctrl "sigs.k8s.io/controller-runtime"
+
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
 )
 
@@ -43,19 +45,24 @@ func before(a, b *v1.Instance) bool {
 	return a.Name < b.Name
 }
 
-// hostConflict reads the node's Instances (the agent's cache holds only
-// its node's) and notes a conflict on s when another holds the host.
-func (s *swap) hostConflict(ctx context.Context) (bool, error) {
+// checkHost reads the node's Instances (the agent's cache holds only its
+// node's) and stops the reconcile when another holds the host. Only before
+// the first generation: one already running keeps running, and a host
+// edit is the owner's to undo.
+func (s *swap) checkHost(ctx context.Context) (ctrl.Result, error) {
+	if len(s.gens) > 0 {
+		return ctrl.Result{}, nil
+	}
 	var list v1.InstanceList
 	if err := s.r.Client.List(ctx, &list); err != nil {
-		return false, fmt.Errorf("list the node's instances: %w", err)
+		return s.stop(ctrl.Result{RequeueAfter: hostRecheck}, fmt.Errorf("list the node's instances: %w", err))
 	}
 	h := hostHolder(s.inst, list.Items)
 	if h == nil {
-		return false, nil
+		return ctrl.Result{}, nil
 	}
 	s.note = note{reason: v1.ReasonHostInUse, stalled: true, msg: fmt.Sprintf(
 		"host %s is served on node %s by %s/%s, created first: nothing starts until spec.host changes or that Instance goes",
 		s.inst.Spec.Host, s.inst.Spec.NodeName, h.Namespace, h.Name)}
-	return true, nil
+	return s.stop(ctrl.Result{RequeueAfter: hostRecheck}, nil)
 }

@@ -1,9 +1,12 @@
 package controllers
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
 	"github.com/unitlet/unitlet/runtime/identity"
@@ -15,10 +18,18 @@ import (
 // node wakes it.
 const identityRecheck = 10 * time.Second
 
-// identityRefused notes on s why the node will not run the template's
-// user, and reports whether it will not. Nothing starts then (seed,
-// sidecars, generations); what already runs keeps running. Another error
-// (the node's user database unreadable) is returned as it is.
+// checkIdentity stops the reconcile, noting why, when the node will not
+// run the template's user. Nothing starts then (seed, sidecars,
+// generations); what already runs keeps running. Another error (the
+// node's user database unreadable) is returned as it is.
+func (s *swap) checkIdentity(context.Context) (ctrl.Result, error) {
+	refused, err := s.identityRefused()
+	if refused || err != nil {
+		return s.stop(ctrl.Result{RequeueAfter: identityRecheck}, err)
+	}
+	return ctrl.Result{}, nil
+}
+
 func (s *swap) identityRefused() (bool, error) {
 	t := &s.inst.Spec.Template
 	_, err := s.r.Runtime.Identity(node.InstanceRef{Namespace: s.inst.Namespace, Name: s.inst.Name}, t.User, s.r.Gate.AllowsRoot())

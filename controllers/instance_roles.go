@@ -32,33 +32,33 @@ func (s *swap) roleRequest(ctx context.Context, ref node.Ref, role v1.Role) (nod
 	return req, err
 }
 
-// ensureSeed runs the seed role once, before the first generation. It
-// reports whether the first generation may start; a failed seed stalls
-// the Instance with its exit until the spec changes.
-func (s *swap) ensureSeed(ctx context.Context) (bool, ctrl.Result, error) {
+// ensureSeed runs the seed role once, before the first generation, which
+// waits for it (s.done); a failed seed stalls the Instance with its exit
+// until the spec changes.
+func (s *swap) ensureSeed(ctx context.Context) (ctrl.Result, error) {
 	seed := s.inst.Spec.Template.Seed
 	if seed == nil || len(s.gens) > 0 || s.inst.Annotations[AnnotationSeeded] != "" {
-		return true, ctrl.Result{}, nil
+		return ctrl.Result{}, nil
 	}
 	ref := s.roleRef(layout.RoleSeed)
 	st, err := s.r.Runtime.Observe(ctx, ref)
 	if err != nil {
-		return false, ctrl.Result{}, fmt.Errorf("observe seed: %w", err)
+		return s.stop(ctrl.Result{}, fmt.Errorf("observe seed: %w", err))
 	}
 	switch {
 	case st.Populated || st.ActiveState == "active" || st.ActiveState == "activating":
 		s.progress(v1.ReasonProgressing, "seed running")
-		return false, ctrl.Result{RequeueAfter: roleWait}, nil
+		return s.stop(ctrl.Result{RequeueAfter: roleWait}, nil)
 	case st.Exit != nil && st.Exit.Code == 0 && st.Exit.Signal == 0:
 		if kill := s.r.Runtime.Retire(ctx, ref, time.Second); !kill.Proven {
 			s.note = note{reason: string(kill.Reason), msg: "seed: " + kill.Err().Error(), unproven: true}
-			return false, ctrl.Result{}, kill.Err()
+			return s.stop(ctrl.Result{}, kill.Err())
 		}
 		if err := s.markSeeded(ctx); err != nil {
-			return false, ctrl.Result{}, err
+			return s.stop(ctrl.Result{}, err)
 		}
 		s.r.event(s.inst, corev1.EventTypeNormal, "Seeded", "Seed", "seed finished")
-		return true, ctrl.Result{}, nil
+		return ctrl.Result{}, nil
 	case st.Exit != nil:
 		stalled := meta.FindStatusCondition(s.inst.Status.Conditions, v1.ConditionStalled)
 		if stalled == nil || stalled.Reason != v1.ReasonSeedFailed || stalled.ObservedGeneration == s.inst.Generation {
@@ -67,13 +67,13 @@ func (s *swap) ensureSeed(ctx context.Context) (bool, ctrl.Result, error) {
 			}
 			s.note = note{reason: v1.ReasonSeedFailed, stalled: true,
 				msg: fmt.Sprintf("seed failed: %s; change the Instance to run it again", describeExit(st.Exit))}
-			return false, ctrl.Result{}, nil
+			return s.stop(ctrl.Result{}, nil)
 		}
 		// The spec changed since the seed failed: prove the failed run
 		// gone, then start the seed again.
 		if kill := s.r.Runtime.Retire(ctx, ref, time.Second); !kill.Proven {
 			s.note = note{reason: string(kill.Reason), msg: "seed: " + kill.Err().Error(), unproven: true}
-			return false, ctrl.Result{}, kill.Err()
+			return s.stop(ctrl.Result{}, kill.Err())
 		}
 	}
 	req, err := s.roleRequest(ctx, ref, *seed)
@@ -81,19 +81,19 @@ func (s *swap) ensureSeed(ctx context.Context) (bool, ctrl.Result, error) {
 		// Nothing was started; an administrator's opt-in or a new Secret
 		// lets the next look through.
 		s.progress(v1.ReasonEnvUnavailable, "seed not started: %v", err)
-		return false, ctrl.Result{RequeueAfter: roleWait}, nil
+		return s.stop(ctrl.Result{RequeueAfter: roleWait}, nil)
 	}
 	res := s.r.Runtime.Start(ctx, req)
 	switch res.Start.Kind {
 	case outcome.NotStarted:
 		s.note = note{reason: v1.ReasonSeedFailed, stalled: true, msg: "seed not started: " + res.Start.Err().Error()}
-		return false, ctrl.Result{}, nil
+		return s.stop(ctrl.Result{}, nil)
 	case outcome.MayHaveRun, outcome.QueuedJobMayRun:
 		s.progress(res.Start.Kind.String(), "seed may have run: %v", res.Start.Err())
 	default:
 		s.progress(v1.ReasonProgressing, "seed started")
 	}
-	return false, ctrl.Result{RequeueAfter: roleWait}, nil
+	return s.stop(ctrl.Result{RequeueAfter: roleWait}, nil)
 }
 
 // markSeeded records on the Instance that its seed has run, so it never

@@ -30,6 +30,20 @@ type swap struct {
 	inst *v1.Instance
 	gens []*v1.Generation
 	note note
+	// done: a phase settled the reconcile; the later ones wait.
+	done bool
+	// patchBase is the Instance the status patch is computed against.
+	patchBase *v1.Instance
+}
+
+// swapPhase is one step of an Instance's reconcile. A non-zero result, an
+// error or s.done ends the reconcile after it.
+type swapPhase func(ctx context.Context) (ctrl.Result, error)
+
+// stop ends the reconcile after this phase with res and err.
+func (s *swap) stop(res ctrl.Result, err error) (ctrl.Result, error) {
+	s.done = true
+	return res, err
 }
 
 func (s *swap) ref() node.InstanceRef {
@@ -69,144 +83,116 @@ func (s *swap) retireAll(ctx context.Context, because string) (bool, error) {
 	return gone, nil
 }
 
-// ensureLatest makes Generation n+1 when the template changed (or the
-// Instance resumes). Replace proves every older generation gone first;
-// Overlap raises the parent limit before the successor can start.
-func (s *swap) ensureLatest(ctx context.Context) error {
-	hash := templateHash(&s.inst.Spec.Template)
-	latest := s.latest()
-	active := s.number(s.inst.Status.ActiveGeneration)
-	if latest != nil && latest.Annotations[AnnotationTemplateHash] == hash && !(latest.Spec.Retired && nothingRuns(latest, active)) {
-		return nil
-	}
-	var next int64 = 1
-	if latest != nil {
-		next = latest.Spec.Number + 1
-	}
-	switch {
-	case s.inst.Spec.Strategy == v1.StrategyReplace:
-		gone, err := s.retireAll(ctx, RetiredSuperseded)
-		if err != nil {
-			return err
-		}
-		if !gone {
-			s.progress(v1.ReasonSwapping, "generation %d waits until every older generation is proven gone", next)
-			return errWait
-		}
-	case active != nil && !active.Spec.Retired:
-		parent := overlapTier(s.inst, s.inst.Spec.Template.Tier)
-		if err := s.r.Runtime.RaiseParent(ctx, s.ref(), parent); err != nil {
-			return fmt.Errorf("raise parent limit for the overlap: %w", err)
-		}
-	}
-	g, err := s.r.createGeneration(ctx, s.inst, next)
-	if err != nil {
-		return err
-	}
-	s.gens = append(s.gens, g)
-	return nil
+// facts are what decideSwap reads of this reconcile.
+func (s *swap) facts() swapFacts {
+	return swapFacts{strategy: s.inst.Spec.Strategy, hash: templateHash(&s.inst.Spec.Template), gens: s.gens,
+		active: s.number(s.inst.Status.ActiveGeneration), latest: s.latest()}
 }
 
-// errWait: nothing failed, the reconcile waits for a Generation to move.
-var errWait = fmt.Errorf("waiting")
-
-// advance moves the swap on: retire what is neither active nor latest,
-// abort a failed successor, promote a ready one.
-func (s *swap) advance(ctx context.Context) (ctrl.Result, error) {
-	latest := s.latest()
-	active := s.number(s.inst.Status.ActiveGeneration)
-	for _, g := range s.gens {
-		if g != latest && g != active {
-			if err := s.r.retireGeneration(ctx, s.inst, g, RetiredSuperseded); err != nil {
-				return ctrl.Result{}, err
+// ensureLatest makes Generation n+1 when the template changed (or the
+// Instance resumes, or what served ended). Replace proves every older
+// generation gone first; Overlap raises the parent limit before the
+// successor can start.
+func (s *swap) ensureLatest(ctx context.Context) (ctrl.Result, error) {
+	d := decideSwap(s.facts())
+	var next int64 = 1
+	if l := s.latest(); l != nil {
+		next = l.Spec.Number + 1
+	}
+	switch d.action {
+	case swapRetireAll:
+		if _, err := s.retireAll(ctx, RetiredSuperseded); err != nil {
+			return ctrl.Result{}, err
+		}
+		s.progress(v1.ReasonSwapping, "generation %d waits until every older generation is proven gone", next)
+		s.done = true // a Generation's change wakes us
+		return ctrl.Result{}, nil
+	case swapCreate:
+		if d.raise {
+			parent := overlapTier(s.inst, s.inst.Spec.Template.Tier)
+			if err := s.r.Runtime.RaiseParent(ctx, s.ref(), parent); err != nil {
+				return ctrl.Result{}, fmt.Errorf("raise parent limit for the overlap: %w", err)
 			}
+		}
+		g, err := s.r.createGeneration(ctx, s.inst, next)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		s.gens = append(s.gens, g)
+	}
+	return ctrl.Result{}, nil
+}
+
+// advance acts on the swap's decision: retire what is neither active nor
+// latest, then replace, abort, promote, or wait.
+func (s *swap) advance(ctx context.Context) (ctrl.Result, error) {
+	d := decideSwap(s.facts())
+	for _, g := range d.stale {
+		if err := s.r.retireGeneration(ctx, s.inst, g, RetiredSuperseded); err != nil {
+			return ctrl.Result{}, err
 		}
 	}
 	var sidecarWait time.Duration
-	if latest.Spec.Retired {
-		if active != nil && exited(active) && !active.Spec.Retired {
-			// Its successor was already given up (an aborted swap) when
-			// the serving one ended: replace that one too.
-			return s.replaceExited(ctx, active)
-		}
-		if active != nil {
-			var err error
-			if sidecarWait, err = s.ensureSidecars(ctx); err != nil {
-				return ctrl.Result{}, err
-			}
-		}
-		if latest.Annotations[AnnotationRetiredBecause] == RetiredSwapAborted {
-			s.note = note{reason: v1.ReasonSwapAborted, stalled: true,
-				msg: fmt.Sprintf("generation %d failed to take over; change the template to try again", latest.Spec.Number)}
-			if active != nil && terminated(latest) {
-				// The overlap is over: the old generation runs alone again.
-				s.restoreParent(ctx)
-			}
-		}
-		return ctrl.Result{RequeueAfter: sidecarWait}, nil
-	}
-	if latest == active {
-		if exited(active) {
-			return s.replaceExited(ctx, active)
-		}
-		sidecarWait, err := s.ensureSidecars(ctx)
-		if err != nil {
+	if d.sidecars {
+		var err error
+		if sidecarWait, err = s.ensureSidecars(ctx); err != nil {
 			return ctrl.Result{}, err
 		}
-		res, err := s.settle(ctx)
-		if sidecarWait > 0 && (res.RequeueAfter == 0 || sidecarWait < res.RequeueAfter) {
-			res.RequeueAfter = sidecarWait
-		}
-		return res, err
 	}
-	if failed(latest) && active != nil && (retiredBecause(active) == RetiredExited || exited(active)) {
-		// Nothing serves to fall back to (the active one ended too): one
-		// more crash, not an aborted swap.
-		return s.replaceExited(ctx, latest)
+	res := ctrl.Result{RequeueAfter: sidecarWait}
+	switch d.action {
+	case swapReplaceExited:
+		return s.replaceExited(ctx, d.target)
+	case swapAborted:
+		s.note = note{reason: v1.ReasonSwapAborted, stalled: true,
+			msg: fmt.Sprintf("generation %d failed to take over; change the template to try again", d.target.Spec.Number)}
+	case swapAbort:
+		return res, s.abort(ctx, d.target)
+	case swapAwaitReady:
+		s.progress(v1.ReasonSwapping, "waiting for generation %d to become ready", d.target.Spec.Number)
+	case swapPromote:
+		return res, s.promote(ctx, d.target)
+	case swapAwaitRetired:
+		s.progress(v1.ReasonSwapping, "generation %d is retiring", d.target.Spec.Number)
 	}
-	if failed(latest) {
-		if err := s.r.retireGeneration(ctx, s.inst, latest, RetiredSwapAborted); err != nil {
-			return ctrl.Result{}, err
-		}
-		metrics.ObserveSwap(string(s.inst.Spec.Strategy), "Aborted", s.r.Clock.Since(latest.CreationTimestamp.Time))
-		s.r.event(s.inst, corev1.EventTypeWarning, v1.ReasonSwapAborted, "Swap", "generation %d failed to start; generation %d keeps serving",
-			latest.Spec.Number, s.inst.Status.ActiveGeneration)
-		s.note = note{reason: v1.ReasonSwapAborted, stalled: true, msg: fmt.Sprintf("generation %d failed: %s", latest.Spec.Number, failure(latest))}
-		return ctrl.Result{}, nil
+	if d.restore {
+		// The overlap is over: one generation runs alone again.
+		s.restoreParent(ctx)
 	}
-	if !ready(latest) {
-		s.progress(v1.ReasonSwapping, "waiting for generation %d to become ready", latest.Spec.Number)
-		return ctrl.Result{}, nil
+	return res, nil
+}
+
+// abort gives up latest, which failed to take over: the active one keeps
+// serving, and the Instance is stalled until the template changes.
+func (s *swap) abort(ctx context.Context, latest *v1.Generation) error {
+	if err := s.r.retireGeneration(ctx, s.inst, latest, RetiredSwapAborted); err != nil {
+		return err
 	}
+	metrics.ObserveSwap(string(s.inst.Spec.Strategy), "Aborted", s.r.Clock.Since(latest.CreationTimestamp.Time))
+	s.r.event(s.inst, corev1.EventTypeWarning, v1.ReasonSwapAborted, "Swap", "generation %d failed to start; generation %d keeps serving",
+		latest.Spec.Number, s.inst.Status.ActiveGeneration)
+	s.note = note{reason: v1.ReasonSwapAborted, stalled: true, msg: fmt.Sprintf("generation %d failed: %s", latest.Spec.Number, failure(latest))}
+	return nil
+}
+
+// promote makes latest serve (the stable socket flipped) and retires the
+// one that served before.
+func (s *swap) promote(ctx context.Context, latest *v1.Generation) error {
+	active := s.number(s.inst.Status.ActiveGeneration)
 	sock, err := s.r.Runtime.Promote(ctx, node.GenerationRef(s.inst.Namespace, s.inst.Name, uint64(latest.Spec.Number)))
 	if err != nil {
-		return ctrl.Result{}, fmt.Errorf("promote generation %d: %w", latest.Spec.Number, err)
+		return fmt.Errorf("promote generation %d: %w", latest.Spec.Number, err)
 	}
 	metrics.ObserveSwap(string(s.inst.Spec.Strategy), "Promoted", s.r.Clock.Since(latest.CreationTimestamp.Time))
 	s.inst.Status.ActiveGeneration, s.inst.Status.Socket = latest.Spec.Number, sock
 	s.r.event(s.inst, corev1.EventTypeNormal, "Promoted", "Swap", "generation %d now serves %s", latest.Spec.Number, sock)
 	if active != nil {
 		if err := s.r.retireGeneration(ctx, s.inst, active, RetiredSuperseded); err != nil {
-			return ctrl.Result{}, err
+			return err
 		}
 		s.progress(v1.ReasonSwapping, "generation %d serves; generation %d is retiring", latest.Spec.Number, active.Spec.Number)
 	}
-	return ctrl.Result{}, nil
-}
-
-// settle: the latest generation serves. Once every other one is proven
-// gone the parent limit comes back down from the overlap.
-func (s *swap) settle(ctx context.Context) (ctrl.Result, error) {
-	for _, g := range s.gens {
-		if g != s.latest() && !terminated(g) {
-			s.progress(v1.ReasonSwapping, "generation %d is retiring", g.Spec.Number)
-			return ctrl.Result{}, nil
-		}
-	}
-	if len(s.gens) > 1 {
-		s.restoreParent(ctx)
-	}
-	return ctrl.Result{}, nil
+	return nil
 }
 
 // restoreParent lowers the parent limit back to the tier once a single

@@ -1,0 +1,159 @@
+package controllers
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/unitlet/unitlet/api/v1alpha1"
+)
+
+// gb builds a Generation for the swap decision's tests.
+type gb struct{ g *v1.Generation }
+
+func generation(n int64, hash string) gb {
+	return gb{&v1.Generation{
+		ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{AnnotationTemplateHash: hash}},
+		Spec:       v1.GenerationSpec{Number: n},
+	}}
+}
+
+func (b gb) cond(typ string, st metav1.ConditionStatus) gb {
+	b.g.Status.Conditions = append(b.g.Status.Conditions, metav1.Condition{Type: typ, Status: st, Reason: "Test"})
+	return b
+}
+func (b gb) running() gb { return b.cond(v1.ConditionStarted, metav1.ConditionTrue) }
+func (b gb) ready() gb   { return b.running().cond(v1.ConditionReady, metav1.ConditionTrue) }
+func (b gb) refused() gb {
+	b.g.Status.Phase = v1.PhaseFailed
+	return b.cond(v1.ConditionStarted, metav1.ConditionFalse)
+}
+func (b gb) exited() gb {
+	b = b.running()
+	b.g.Status.Phase, b.g.Status.Exit = v1.PhaseFailed, &v1.ExitStatus{}
+	return b
+}
+func (b gb) retired(because string) gb {
+	b.g.Spec.Retired = true
+	b.g.Annotations[AnnotationRetiredBecause] = because
+	return b
+}
+func (b gb) gone() gb { return b.cond(v1.ConditionTerminated, metav1.ConditionTrue) }
+
+// decision renders a decision as the table compares it: the action, the
+// numbers of target and stale generations, and the flags.
+type decision struct {
+	Action                   swapAction
+	Target                   int64
+	Stale                    []int64
+	Raise, Restore, Sidecars bool
+}
+
+func render(d swapDecision) decision {
+	out := decision{Action: d.action, Raise: d.raise, Restore: d.restore, Sidecars: d.sidecars}
+	if d.target != nil {
+		out.Target = d.target.Spec.Number
+	}
+	for _, g := range d.stale {
+		out.Stale = append(out.Stale, g.Spec.Number)
+	}
+	return out
+}
+
+func TestDecideSwap(t *testing.T) {
+	tests := map[string]struct {
+		strategy v1.Strategy
+		gens     []gb
+		active   int64
+		want     decision
+	}{
+		"no generation yet": {
+			want: decision{Action: swapCreate},
+		},
+		"overlap: a new template beside the serving one raises the parent": {
+			gens: []gb{generation(1, "old").ready()}, active: 1,
+			want: decision{Action: swapCreate, Raise: true},
+		},
+		"replace: a new template waits for the old one's proof": {
+			strategy: v1.StrategyReplace, gens: []gb{generation(1, "old").ready()}, active: 1,
+			want: decision{Action: swapRetireAll},
+		},
+		"replace: every old one proven gone": {
+			strategy: v1.StrategyReplace, gens: []gb{generation(1, "old").retired(RetiredSuperseded).gone()}, active: 1,
+			want: decision{Action: swapCreate},
+		},
+		"the successor is not ready yet": {
+			gens: []gb{generation(1, "old").ready(), generation(2, "h").running()}, active: 1,
+			want: decision{Action: swapAwaitReady, Target: 2},
+		},
+		"the successor is ready: promote": {
+			gens: []gb{generation(1, "old").ready(), generation(2, "h").ready()}, active: 1,
+			want: decision{Action: swapPromote, Target: 2},
+		},
+		"the successor failed: abort, the old one keeps serving": {
+			gens: []gb{generation(1, "old").ready(), generation(2, "h").refused()}, active: 1,
+			want: decision{Action: swapAbort, Target: 2},
+		},
+		"the successor failed and the old one ended too: replace": {
+			gens: []gb{generation(1, "old").exited(), generation(2, "h").refused()}, active: 1,
+			want: decision{Action: swapReplaceExited, Target: 2},
+		},
+		"aborted earlier, its kill proven: stalled, the overlap restored": {
+			gens: []gb{generation(1, "old").ready(), generation(2, "h").refused().retired(RetiredSwapAborted).gone()}, active: 1,
+			want: decision{Action: swapAborted, Target: 2, Restore: true, Sidecars: true},
+		},
+		"aborted earlier, the old one ended since: replace it": {
+			gens: []gb{generation(1, "old").exited(), generation(2, "h").refused().retired(RetiredSwapAborted).gone()}, active: 1,
+			want: decision{Action: swapReplaceExited, Target: 1},
+		},
+		"serving, the old one still retiring": {
+			gens: []gb{generation(1, "old").ready().retired(RetiredSuperseded), generation(2, "h").ready()}, active: 2,
+			want: decision{Action: swapAwaitRetired, Target: 1, Stale: []int64{1}, Sidecars: true},
+		},
+		"serving alone after an overlap: restore the parent": {
+			gens: []gb{generation(1, "old").retired(RetiredSuperseded).gone(), generation(2, "h").ready()}, active: 2,
+			want: decision{Action: swapSettled, Stale: []int64{1}, Restore: true, Sidecars: true},
+		},
+		"serving, the only generation": {
+			gens: []gb{generation(1, "h").ready()}, active: 1,
+			want: decision{Action: swapSettled, Sidecars: true},
+		},
+		"the serving app ended: replace it": {
+			gens: []gb{generation(1, "h").exited()}, active: 1,
+			want: decision{Action: swapReplaceExited, Target: 1},
+		},
+		"replaced after it ended: a successor with the same template": {
+			gens: []gb{generation(1, "h").exited().retired(RetiredExited)}, active: 1,
+			want: decision{Action: swapCreate},
+		},
+		"resumed after a suspend": {
+			gens: []gb{generation(1, "h").retired(RetiredSuspended).gone()},
+			want: decision{Action: swapCreate},
+		},
+		"a generation neither active nor latest is retired": {
+			gens: []gb{generation(1, "a").ready(), generation(2, "b").running(), generation(3, "h").running()}, active: 1,
+			want: decision{Action: swapAwaitReady, Target: 3, Stale: []int64{2}},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			f := swapFacts{strategy: tc.strategy, hash: "h"}
+			if f.strategy == "" {
+				f.strategy = v1.StrategyOverlap
+			}
+			for _, b := range tc.gens {
+				f.gens = append(f.gens, b.g)
+				if b.g.Spec.Number == tc.active {
+					f.active = b.g
+				}
+			}
+			if len(f.gens) > 0 {
+				f.latest = f.gens[len(f.gens)-1]
+			}
+			if diff := cmp.Diff(tc.want, render(decideSwap(f))); diff != "" {
+				t.Errorf("decision (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
