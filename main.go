@@ -7,7 +7,7 @@ package main
 import (
 	"os"
 
-	"github.com/unitlet/unitlet/internal/agent"
+	"github.com/unitlet/unitlet/agent"
 	"github.com/unitlet/unitlet/internal/selfinstall"
 	"github.com/unitlet/unitlet/runtime/trampoline"
 	"github.com/unitlet/unitlet/runtime/units/exitrecord"

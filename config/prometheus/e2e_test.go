@@ -18,7 +18,7 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/unitlet/unitlet/internal/metrics"
-	"github.com/unitlet/unitlet/internal/promtest"
+	"github.com/unitlet/unitlet/internal/testkit/promtest"
 )
 
 // A real Prometheus scrapes controller-runtime's registry, where

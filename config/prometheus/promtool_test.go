@@ -8,7 +8,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/unitlet/unitlet/internal/promtest"
+	"github.com/unitlet/unitlet/internal/testkit/promtest"
 )
 
 // tool finds a binary of the prometheus package or fails the test saying

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/unitlet/unitlet/internal/systemdboot"
+	"github.com/unitlet/unitlet/internal/testkit/systemdboot"
 )
 
 func needRoot(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 	sddbus "github.com/coreos/go-systemd/v22/dbus"
 	"github.com/go-logr/logr/testr"
 
-	"github.com/unitlet/unitlet/internal/systemdboot"
+	"github.com/unitlet/unitlet/internal/testkit/systemdboot"
 	"github.com/unitlet/unitlet/runtime/launch"
 	"github.com/unitlet/unitlet/runtime/layout"
 )

@@ -14,9 +14,9 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/unitlet/unitlet/internal/cluster"
-	"github.com/unitlet/unitlet/internal/testenv"
-	"github.com/unitlet/unitlet/internal/testutil"
+	"github.com/unitlet/unitlet/internal/testkit/cluster"
+	"github.com/unitlet/unitlet/internal/testkit/testenv"
+	"github.com/unitlet/unitlet/internal/testkit/testutil"
 )
 
 // frontPort is nginx's port in the guest.

@@ -10,8 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
-	"github.com/unitlet/unitlet/internal/testenv"
-	"github.com/unitlet/unitlet/internal/testutil"
+	"github.com/unitlet/unitlet/internal/testkit/testenv"
+	"github.com/unitlet/unitlet/internal/testkit/testutil"
 )
 
 // sample reads one of config/samples as a user would apply it, on node.

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/unitlet/unitlet/internal/testutil"
+	"github.com/unitlet/unitlet/internal/testkit/testutil"
 )
 
 // proxyGroup is the group the e2e agents give the Instances' run dirs and

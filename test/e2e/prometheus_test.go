@@ -19,8 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
-	"github.com/unitlet/unitlet/internal/promtest"
-	"github.com/unitlet/unitlet/internal/testenv"
+	"github.com/unitlet/unitlet/internal/testkit/promtest"
+	"github.com/unitlet/unitlet/internal/testkit/testenv"
 	"github.com/unitlet/unitlet/runtime/layout"
 )
 

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/unitlet/unitlet/internal/testutil"
+	"github.com/unitlet/unitlet/internal/testkit/testutil"
 )
 
 // guest runs a script in the guest, failing t when it fails.

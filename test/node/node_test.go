@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
-	"github.com/unitlet/unitlet/internal/testutil"
+	"github.com/unitlet/unitlet/internal/testkit/testutil"
 )
 
 // TestNode walks one node through what its life holds, in order: each

@@ -12,7 +12,7 @@ import (
 	sddbus "github.com/coreos/go-systemd/v22/dbus"
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
-	"github.com/unitlet/unitlet/internal/testutil"
+	"github.com/unitlet/unitlet/internal/testkit/testutil"
 )
 
 // TestSidecars: two sidecars run as units of their own beside generation

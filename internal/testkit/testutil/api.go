@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
-	"github.com/unitlet/unitlet/internal/testenv"
+	"github.com/unitlet/unitlet/internal/testkit/testenv"
 )
 
 // Namespace is where the tests' Instances live.

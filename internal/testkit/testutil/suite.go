@@ -5,7 +5,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/unitlet/unitlet/internal/testenv"
+	"github.com/unitlet/unitlet/internal/testkit/testenv"
 )
 
 // AgentBinary is the unitlet binary that `make build` writes.

@@ -23,7 +23,7 @@ import (
 
 	hostingv1alpha1 "github.com/unitlet/unitlet/api/v1alpha1"
 	"github.com/unitlet/unitlet/internal/scheme"
-	"github.com/unitlet/unitlet/internal/testenv"
+	"github.com/unitlet/unitlet/internal/testkit/testenv"
 )
 
 // The agent's identity as the API server sees a pod-bound token of it.

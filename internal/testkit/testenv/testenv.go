@@ -25,7 +25,7 @@ type Env struct {
 // RepoRoot is the checkout's top directory.
 func RepoRoot() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", "..", ".."))
 }
 
 // Start brings up kube-apiserver + etcd and installs config/crd/bases.

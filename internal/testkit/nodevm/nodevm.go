@@ -17,8 +17,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/unitlet/unitlet/internal/testenv"
-	"github.com/unitlet/unitlet/internal/testutil"
+	"github.com/unitlet/unitlet/internal/testkit/testenv"
+	"github.com/unitlet/unitlet/internal/testkit/testutil"
 )
 
 // GuestHostAddr is how the guest reaches this machine's 127.0.0.1 (QEMU's

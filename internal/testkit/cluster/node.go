@@ -12,8 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/unitlet/unitlet/internal/nodevm"
-	"github.com/unitlet/unitlet/internal/testenv"
+	"github.com/unitlet/unitlet/internal/testkit/nodevm"
+	"github.com/unitlet/unitlet/internal/testkit/testenv"
 )
 
 // The node's configuration: containerd with runc under systemd's cgroup

@@ -5,7 +5,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/unitlet/unitlet/internal/testenv"
+	"github.com/unitlet/unitlet/internal/testkit/testenv"
 )
 
 // env is the control plane the package's tests share.

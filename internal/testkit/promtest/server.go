@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/unitlet/unitlet/internal/testutil"
+	"github.com/unitlet/unitlet/internal/testkit/testutil"
 )
 
 // Job is the scrape job name the rules expect for the agents.

@@ -40,7 +40,7 @@ func TestMetricNames(t *testing.T) {
 
 // The committed rules and dashboard name enough metrics to check.
 func TestMetricNamesOfTheRepo(t *testing.T) {
-	root := filepath.Join("..", "..", "config")
+	root := filepath.Join("..", "..", "..", "config")
 	names := MetricNames(t, filepath.Join(root, "prometheus", "rules.yaml"), filepath.Join(root, "grafana", "unitlet-agent.json"))
 	for _, n := range []string{"unitlet_instance_condition", "up"} {
 		if !contains(names, n) {
