@@ -169,10 +169,10 @@ func (f *fakeRuntime) RaiseParent(_ context.Context, inst node.InstanceRef, t cg
 	return nil
 }
 
-func (f *fakeRuntime) RestoreParent(_ context.Context, inst node.InstanceRef) error {
+func (f *fakeRuntime) RestoreParent(_ context.Context, inst node.InstanceRef, floor cgroups.Tier) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.record("restore %s/parent", inst.Name)
+	f.record("restore %s/parent memory=%d", inst.Name, floor.MemoryBytes)
 	return nil
 }
 

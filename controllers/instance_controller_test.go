@@ -100,7 +100,7 @@ func TestOverlapSwap(t *testing.T) {
 	want := []string{
 		"start overlap/g1", "promote overlap/g1",
 		"raise overlap/parent memory=134217728", // 2 × 64Mi before the successor starts
-		"start overlap/g2", "promote overlap/g2", "retire overlap/g1", "restore overlap/parent",
+		"start overlap/g2", "promote overlap/g2", "retire overlap/g1", "restore overlap/parent memory=67108864",
 	}
 	eventually(t, "the overlap's calls", func() (bool, string) {
 		got := fake.Calls("overlap")
@@ -216,7 +216,7 @@ func TestCrashAtStartAbortsSwap(t *testing.T) {
 	}
 	eventually(t, "the parent limit restored after the aborted overlap", func() (bool, string) {
 		calls := fake.Calls("crash")
-		return len(calls) > 0 && calls[len(calls)-1] == "restore crash/parent", strings.Join(calls, ", ")
+		return len(calls) > 0 && calls[len(calls)-1] == "restore crash/parent memory=67108864", strings.Join(calls, ", ")
 	})
 	// A fixed template tries again.
 	updateInstance(t, "crash", func(i *v1.Instance) { i.Spec.Template.Args = []string{"--fixed"} })

@@ -195,11 +195,16 @@ func (s *swap) promote(ctx context.Context, latest *v1.Generation) error {
 	return nil
 }
 
-// restoreParent lowers the parent limit back to the tier once a single
-// generation runs; it is idempotent, and a failure only leaves the limit
-// higher than needed, so it is logged rather than retried.
+// restoreParent lowers the parent limit back to the serving generation's
+// tier once a single generation runs; it is idempotent (the runtime skips
+// a parent already there), and a failure only leaves the limit higher
+// than needed, so it is logged rather than retried.
 func (s *swap) restoreParent(ctx context.Context) {
-	if err := s.r.Runtime.RestoreParent(ctx, s.ref()); err != nil {
+	serving := s.number(s.inst.Status.ActiveGeneration)
+	if serving == nil {
+		return
+	}
+	if err := s.r.Runtime.RestoreParent(ctx, s.ref(), tierOf(serving.Spec.Template.Tier)); err != nil {
 		ctrl.LoggerFrom(ctx).Info("parent limit not restored", "error", err.Error())
 	}
 }

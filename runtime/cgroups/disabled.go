@@ -26,7 +26,7 @@ func (d disabled) EnsureParent(Tier) error                       { return d.err(
 func (d disabled) CreateGeneration(uint64, Tier) (string, error) { return "", d.err() }
 func (d disabled) CreateRole(string) (string, error)             { return "", d.err() }
 func (d disabled) RaiseParent(Tier) error                        { return d.err() }
-func (d disabled) RestoreParent() error                          { return d.err() }
+func (d disabled) RestoreParent(Tier) error                      { return d.err() }
 func (d disabled) Place(int, string) error                       { return d.err() }
 func (d disabled) Pids(string) ([]int, error)                    { return nil, d.err() }
 func (d disabled) Limits(string) (Limits, error)                 { return Limits{}, d.err() }

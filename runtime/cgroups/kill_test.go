@@ -146,7 +146,7 @@ func TestDisabledRefusesEverything(t *testing.T) {
 	if err := m.RaiseParent(Tier{MemoryBytes: 1}); !errors.Is(err, ErrNoDelegation) {
 		t.Errorf("RaiseParent = %v", err)
 	}
-	if err := m.RestoreParent(); !errors.Is(err, ErrNoDelegation) {
+	if err := m.RestoreParent(Tier{MemoryBytes: 1}); !errors.Is(err, ErrNoDelegation) {
 		t.Errorf("RestoreParent = %v", err)
 	}
 	if err := m.Place(os.Getpid(), "g1"); !errors.Is(err, ErrNoDelegation) {

@@ -56,9 +56,11 @@ type Manager interface {
 	// RaiseParent sets the parent to the overlap limit before a successor
 	// starts.
 	RaiseParent(overlap Tier) error
-	// RestoreParent lowers the parent to its floor once at most one
+	// RestoreParent lowers the parent to floor (the serving generation's
+	// tier, which the caller knows even after an agent restart) once at
+	// most one
 	// generation child holds processes (*PopulatedError otherwise).
-	RestoreParent() error
+	RestoreParent(floor Tier) error
 	// Place moves pid (and its threads) into child in every hierarchy. A
 	// shim places itself with os.Getpid() before it execs anything.
 	Place(pid int, child string) error
@@ -154,6 +156,8 @@ type instance struct {
 	// ready: an EnsureParent made the parent and gave it floor; another
 	// with the same tier need not write it all again.
 	ready bool
+	// atFloor: this manager last set the parent to floor (not raised).
+	atFloor bool
 }
 
 func newInstance(cfg Config, mode Mode, d driver, parent string) *instance {
@@ -198,7 +202,7 @@ func (m *instance) EnsureParent(tier Tier) error {
 	if err := m.d.set(m.parent, tier, true); err != nil {
 		return fmt.Errorf("set %s to tier: %w", m.parent, classify(err))
 	}
-	m.ready = true
+	m.ready, m.atFloor = true, true
 	m.cfg.Log.V(1).Info("instance parent ready", "parent", m.parent, "mode", m.mode.String(), "tier", tier)
 	return nil
 }
@@ -251,15 +255,18 @@ func (m *instance) RaiseParent(overlap Tier) error {
 	if err := m.d.set(m.parent, overlap, true); err != nil {
 		return fmt.Errorf("raise %s: %w", m.parent, classify(err))
 	}
-	m.raised = &overlap
+	m.raised, m.atFloor = &overlap, false
 	m.cfg.Log.Info("instance parent raised for overlap", "parent", m.parent, "overlap", overlap)
 	return nil
 }
 
-func (m *instance) RestoreParent() error {
+func (m *instance) RestoreParent(floor Tier) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if err := m.limitable(m.floor); err != nil {
+	if m.atFloor && m.floor == floor && m.d.exists(m.parent) {
+		return nil // already there: a settled Instance asks on every reconcile
+	}
+	if err := m.limitable(floor); err != nil {
 		return err
 	}
 	names, err := m.d.children(m.parent)
@@ -282,10 +289,10 @@ func (m *instance) RestoreParent() error {
 	if len(busy) > 1 {
 		return &PopulatedError{Children: busy}
 	}
-	if err := m.d.set(m.parent, m.floor, true); err != nil {
+	if err := m.d.set(m.parent, floor, true); err != nil {
 		return fmt.Errorf("restore %s: %w", m.parent, classify(err))
 	}
-	m.raised = nil
+	m.floor, m.raised, m.atFloor = floor, nil, true
 	m.cfg.Log.Info("instance parent restored to tier", "parent", m.parent, "tier", m.floor)
 	return nil
 }

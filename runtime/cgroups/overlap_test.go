@@ -46,7 +46,7 @@ func TestOverlapRaiseKillRestore(t *testing.T) {
 	}
 	successor := spawnIn(t, m, g2, "exec sleep 1000", 1)
 
-	err = m.RestoreParent()
+	err = m.RestoreParent(tier)
 	var pe *PopulatedError
 	if !errors.As(err, &pe) {
 		t.Fatalf("RestoreParent with two generations running = %v, want *PopulatedError", err)
@@ -63,7 +63,7 @@ func TestOverlapRaiseKillRestore(t *testing.T) {
 	if p := m.KillAndEmpty(ctx, g1); !p.Proven {
 		t.Fatalf("kill g1: %v", p.Error())
 	}
-	if err := m.RestoreParent(); err != nil {
+	if err := m.RestoreParent(tier); err != nil {
 		t.Fatal(err)
 	}
 	if mem, pids := parentLimits(); mem != tier.MemoryBytes || pids != tier.Pids {
@@ -86,7 +86,7 @@ func TestRaiseWithoutDelegationRefuses(t *testing.T) {
 	if err := m.RaiseParent(Tier{MemoryBytes: 1 << 30}); !errors.Is(err, ErrNoDelegation) {
 		t.Errorf("RaiseParent without a parent = %v, want ErrNoDelegation", err)
 	}
-	if err := m.RestoreParent(); !errors.Is(err, ErrNoDelegation) {
+	if err := m.RestoreParent(Tier{MemoryBytes: 1 << 30}); !errors.Is(err, ErrNoDelegation) {
 		t.Errorf("RestoreParent without a parent = %v, want ErrNoDelegation", err)
 	}
 }

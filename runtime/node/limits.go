@@ -20,15 +20,14 @@ func (n *Node) RaiseParent(ctx context.Context, inst InstanceRef, overlap cgroup
 	return nil
 }
 
-// RestoreParent lowers the instance parent back to its floor. It is
-// refused (*cgroups.PopulatedError) while two generations hold processes,
-// and ErrNoParentLimit when the backend does not know the floor.
-func (n *Node) RestoreParent(ctx context.Context, inst InstanceRef) error {
+// RestoreParent lowers the instance parent back to floor. It is refused
+// (*cgroups.PopulatedError) while two generations hold processes.
+func (n *Node) RestoreParent(ctx context.Context, inst InstanceRef, floor cgroups.Tier) error {
 	li, err := n.layoutOf(inst)
 	if err != nil {
 		return err
 	}
-	if err := n.cfg.Backend.RestoreParent(ctx, li); err != nil {
+	if err := n.cfg.Backend.RestoreParent(ctx, li, floor); err != nil {
 		return fmt.Errorf("node: restore parent of %s/%s: %w", inst.Namespace, inst.Name, err)
 	}
 	return nil

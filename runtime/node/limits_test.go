@@ -43,7 +43,11 @@ func TestParentLimits(t *testing.T) {
 	if diff := cmp.Diff(int64(1<<30), read()); diff != "" {
 		t.Errorf("after raise (-want,+got):\n%s", diff)
 	}
-	if err := e.node.RestoreParent(ctx, r.InstanceRef); err != nil {
+	// Restored by a Node that started nothing (an agent just restarted):
+	// the floor comes from the caller, not from the Node's memory.
+	after, _ := e.newNode(t)
+	defer after.Close()
+	if err := after.RestoreParent(ctx, r.InstanceRef, r.Parent); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(r.Parent.MemoryBytes, read()); diff != "" {

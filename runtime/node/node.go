@@ -107,9 +107,10 @@ type Runtime interface {
 	// inactive and its cgroup was seen empty.
 	Retire(ctx context.Context, ref Ref, grace time.Duration) outcome.Kill
 	// RaiseParent lifts the Instance's parent limit for an overlap;
-	// RestoreParent lowers it back once only one generation runs.
+	// RestoreParent lowers it back to floor, the serving generation's
+	// tier, once only one generation runs.
 	RaiseParent(ctx context.Context, inst InstanceRef, overlap cgroups.Tier) error
-	RestoreParent(ctx context.Context, inst InstanceRef) error
+	RestoreParent(ctx context.Context, inst InstanceRef, floor cgroups.Tier) error
 	// Remove deletes the Instance's directories and parent cgroup; call
 	// only after every slot is proven gone.
 	Remove(ctx context.Context, inst InstanceRef) error

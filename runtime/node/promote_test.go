@@ -120,7 +120,7 @@ func TestSwapGenerations(t *testing.T) {
 	if err != nil || !st.Gone() || st.Populated {
 		t.Errorf("observe retired g1: %+v %v, want gone and empty", st, err)
 	}
-	if err := n.RestoreParent(ctx, r2.InstanceRef); err != nil {
+	if err := n.RestoreParent(ctx, r2.InstanceRef, r2.Parent); err != nil {
 		t.Errorf("restore parent after g1 is gone: %v", err)
 	}
 	if body, err := get(ctx, stable); err != nil || body != "g2" {

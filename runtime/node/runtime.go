@@ -58,8 +58,6 @@ var (
 	ErrNoAppSocket = errors.New("node: generation has no app socket")
 	// ErrNotAGeneration refuses Probe and Promote of a role slot.
 	ErrNotAGeneration = errors.New("node: not a generation slot")
-	// ErrNoParentLimit: RestoreParent does not know the floor.
-	ErrNoParentLimit = units.ErrNoParentLimit
 )
 
 // Node is the Runtime of one node.

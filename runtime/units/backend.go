@@ -2,7 +2,6 @@ package units
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -98,12 +97,11 @@ type Backend interface {
 	Shutdown(ctx context.Context)
 
 	// RaiseParent lifts the instance parent's limit to overlap while two
-	// generations run; RestoreParent lowers it back to the floor the
-	// last Start set (ErrNoParentLimit when no Start since this backend
-	// began told it). The direct backend refuses the restore
+	// generations run; RestoreParent lowers it back to floor, the serving
+	// generation's tier. The direct backend refuses the restore
 	// (*cgroups.PopulatedError) while two generations hold processes.
 	RaiseParent(ctx context.Context, inst layout.Instance, overlap cgroups.Tier) error
-	RestoreParent(ctx context.Context, inst layout.Instance) error
+	RestoreParent(ctx context.Context, inst layout.Instance, floor cgroups.Tier) error
 	// RemoveParent removes the instance parent and its cgroup; call it
 	// only once every unit of the instance is proven gone.
 	RemoveParent(ctx context.Context, inst layout.Instance) error
@@ -117,6 +115,3 @@ type Backend interface {
 	// a new backend re-adopts them.
 	Close()
 }
-
-// ErrNoParentLimit: RestoreParent does not know the floor to restore.
-var ErrNoParentLimit = errors.New("units: parent limit floor unknown")

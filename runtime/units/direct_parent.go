@@ -20,13 +20,13 @@ func (b *Direct) RaiseParent(_ context.Context, inst layout.Instance, overlap cg
 	return m.RaiseParent(overlap)
 }
 
-// RestoreParent lowers the parent cgroup back to its floor.
-func (b *Direct) RestoreParent(_ context.Context, inst layout.Instance) error {
+// RestoreParent lowers the parent cgroup back to floor.
+func (b *Direct) RestoreParent(_ context.Context, inst layout.Instance, floor cgroups.Tier) error {
 	m, err := b.Manager(inst)
 	if err != nil {
 		return err
 	}
-	return m.RestoreParent()
+	return m.RestoreParent(floor)
 }
 
 // RemoveParent removes the instance's cgroups (refused while populated).

@@ -44,9 +44,9 @@ type Systemd struct {
 
 	mu   sync.Mutex
 	conn *sddbus.Conn
-	// floors are the slices' limits as the last Start set them, for
-	// RestoreParent; guarded by mu.
-	floors map[string]cgroups.Tier
+	// limits are the slice limits this backend last set at runtime, by
+	// slice; guarded by mu.
+	limits map[string]cgroups.Tier
 
 	// afterJob, when set by a test, runs between a start job's result and
 	// the first look at the unit: it widens the window in which an app
@@ -123,7 +123,6 @@ func (b *Systemd) Start(ctx context.Context, spec Spec) outcome.Start {
 	if err := b.ensureSlice(ctx, c, spec.Proc.Instance(), spec.Parent); err != nil {
 		return fail(outcome.NotStarted, err)
 	}
-	b.setFloor(spec.Proc.Instance(), spec.Parent)
 	// A failed unit stays loaded under its name until it is reset, and a
 	// transient unit cannot be started over a loaded one: a slot whose
 	// name comes back (a sidecar started again, a seed run again) would
@@ -231,7 +230,20 @@ func (b *Systemd) setParentLimit(ctx context.Context, inst layout.Instance, t cg
 	if err != nil {
 		return err
 	}
-	return b.setSlice(ctx, c, inst.SliceName(), t)
+	slice := inst.SliceName()
+	b.mu.Lock()
+	delete(b.limits, slice) // unknown until the call answers
+	b.mu.Unlock()
+	if err := b.setSlice(ctx, c, slice, t); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	if b.limits == nil {
+		b.limits = map[string]cgroups.Tier{}
+	}
+	b.limits[slice] = t
+	b.mu.Unlock()
+	return nil
 }
 
 func (b *Systemd) setSlice(ctx context.Context, c *sddbus.Conn, slice string, t cgroups.Tier) error {
@@ -256,6 +268,9 @@ func (b *Systemd) RemoveParent(ctx context.Context, inst layout.Instance) error 
 		return err
 	}
 	slice := inst.SliceName()
+	b.mu.Lock()
+	delete(b.limits, slice)
+	b.mu.Unlock()
 	st, err := b.observeSlice(ctx, c, slice)
 	if err != nil {
 		return fmt.Errorf("units: read slice %s: %w", slice, err)

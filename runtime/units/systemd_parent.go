@@ -2,7 +2,6 @@ package units
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/unitlet/unitlet/runtime/cgroups"
@@ -18,26 +17,16 @@ func (b *Systemd) RaiseParent(ctx context.Context, inst layout.Instance, overlap
 	return b.setParentLimit(ctx, inst, overlap)
 }
 
-// RestoreParent sets the slice back to the floor the last Start gave it.
-// systemd keeps no floor of its own, so after an agent restart only a
-// Start tells it again.
-func (b *Systemd) RestoreParent(ctx context.Context, inst layout.Instance) error {
+// RestoreParent sets the slice back to floor, unless this backend last
+// set it there itself (a settled Instance asks on every reconcile).
+func (b *Systemd) RestoreParent(ctx context.Context, inst layout.Instance, floor cgroups.Tier) error {
 	b.mu.Lock()
-	floor, known := b.floors[inst.SliceName()]
+	last, known := b.limits[inst.SliceName()]
 	b.mu.Unlock()
-	if !known {
-		return fmt.Errorf("%w: no start of %s/%s since the agent began", ErrNoParentLimit, inst.Namespace(), inst.Name())
+	if known && last == floor {
+		return nil
 	}
 	return b.setParentLimit(ctx, inst, floor)
-}
-
-func (b *Systemd) setFloor(inst layout.Instance, floor cgroups.Tier) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.floors == nil {
-		b.floors = map[string]cgroups.Tier{}
-	}
-	b.floors[inst.SliceName()] = floor
 }
 
 // Populated goes by the manager's word: a unit not gone still holds its
