@@ -75,6 +75,8 @@ func run(ctx context.Context, opts Options, log logr.Logger, j joining) error {
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			&hostingv1alpha1.Instance{}:   {Field: onNode},
 			&hostingv1alpha1.Generation{}: {Field: onNode},
+			// Its own Enrollment only, which the RBAC and policy allow.
+			&hostingv1alpha1.Enrollment{}: {Field: fields.OneTermEqualSelector("metadata.name", opts.NodeName)},
 		}},
 	})
 	if err != nil {
@@ -82,7 +84,11 @@ func run(ctx context.Context, opts Options, log logr.Logger, j joining) error {
 	}
 	exit := &atExit{}
 	opts.atExit = exit
-	if err := setupEnrollment(mgr, opts, log, j); err != nil {
+	// A failure the agent cannot go on after (the hosting reconcilers
+	// could not be registered) stops the manager with its cause.
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	if err := setupEnrollment(mgr, opts, log, j, stop); err != nil {
 		return errors.Join(err, exit.run())
 	}
 	log.Info("agent starting", "node", opts.NodeName, "version", Version,
@@ -91,6 +97,9 @@ func run(ctx context.Context, opts Options, log logr.Logger, j joining) error {
 	err = mgr.Start(ctx)
 	if cerr := exit.run(); cerr != nil {
 		log.Error(cerr, "closing the node runtime")
+	}
+	if cause := context.Cause(ctx); err == nil && cause != nil && !errors.Is(cause, context.Canceled) {
+		err = cause
 	}
 	return err
 }

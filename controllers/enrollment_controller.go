@@ -2,15 +2,30 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync"
+	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	hostingv1alpha1 "github.com/unitlet/unitlet/api/v1alpha1"
+	"github.com/unitlet/unitlet/internal/hostgate"
+	"github.com/unitlet/unitlet/internal/metrics"
 	"github.com/unitlet/unitlet/runtime/join"
 )
 
@@ -23,25 +38,187 @@ type NodeFacts struct {
 	UnitBackend  string
 }
 
-// EnrollmentReporter keeps this node's Enrollment (named after the node):
-// it creates it, reads the administrator's approval from it, and writes
-// the node's identity, guard checks and mode to its status. The joining
-// loop in the agent calls it; it decides nothing itself.
-type EnrollmentReporter struct {
-	// Client reads and writes the API directly: the joining loop runs
-	// before, and apart from, the hosting reconcilers' cache.
-	Client   client.Client
-	NodeName string
+// Guard is the part of join.Guard the reconciler uses.
+type Guard interface {
+	Check(ctx context.Context) []join.Check
+	Prepare() error
 }
 
-// list and watch serve the agent's watch of its own Enrollment (selected
-// by name), which notices an approval at once.
+// EnrollmentReconciler owns this node's Enrollment (named after the node):
+// it creates it, reads the administrator's word (approval, allowRoot),
+// checks the guard and prepares it when approved, decides the mode
+// (join.Decide), opens or closes the gate, starts hosting the first time
+// the node may, and reports identity, checks and mode to the status. It
+// runs on every change of the Enrollment's spec and every Every besides:
+// the guard's checks change with no event. A failed API read or write
+// leaves the mode as it was (unknown is not joining) and is retried with
+// APIBackoff.
+type EnrollmentReconciler struct {
+	// Client reads and writes the API directly: the mode is decided
+	// on what the API server says now, not on a cache.
+	Client   client.Client
+	NodeName string
+	Guard    Guard
+	Facts    NodeFacts
+	Gate     *hostgate.Switch
+	// StartHosting registers the hosting reconcilers; called once. Its
+	// failure is Fatal's: the agent cannot host, and stops.
+	StartHosting func() error
+	Fatal        func(error)
+	Clock        clock.PassiveClock
+	// Every is the re-check period; PrepareEvery bounds how often the
+	// guard is prepared while approved but not armed.
+	Every, PrepareEvery time.Duration
+	Log                 logr.Logger
+
+	// mu guards current and known, which the probes read; the rest is
+	// the one reconcile worker's.
+	mu       sync.Mutex
+	current  join.Decision
+	known    bool
+	hosted   bool
+	prepared time.Time
+	logged   map[string]bool // error texts already logged
+}
+
+// list and watch serve the watch of its own Enrollment (selected by name),
+// which notices an approval at once.
 // +kubebuilder:rbac:groups=hosting.unitlet.dev,resources=enrollments,verbs=get;create;list;watch
 // +kubebuilder:rbac:groups=hosting.unitlet.dev,resources=enrollments/status,verbs=get;update;patch
 
-// Approved returns this node's Enrollment, creating it (not approved)
+// Reconcile is one round: guard, approval, preparation, decision, gate,
+// report.
+func (r *EnrollmentReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result, error) {
+	checks := r.Guard.Check(ctx)
+	enr, approved, err := r.approved(ctx)
+	if err != nil {
+		r.logOnce(err, "the API could not be read or written; the mode stays as it was")
+		return ctrl.Result{}, err
+	}
+	if r.Gate.SetRoot(enr.Spec.AllowRoot) {
+		r.Log.Info("root for Instances", "allowed", enr.Spec.AllowRoot)
+	}
+	if armed, _ := join.Armed(checks); approved && !armed {
+		if now := r.Clock.Now(); r.prepared.IsZero() || now.Sub(r.prepared) >= r.PrepareEvery {
+			r.prepared = now
+			if err := r.Guard.Prepare(); err != nil {
+				r.logOnce(err, "guard preparation incomplete")
+			}
+			checks = r.Guard.Check(ctx)
+		}
+	}
+	d := join.Decide(join.Facts{Approved: approved, Checks: checks, Hosted: r.hosted})
+	if err := r.apply(d); err != nil {
+		r.Fatal(err)
+		return ctrl.Result{}, nil
+	}
+	if err := r.report(ctx, enr, checks, d); err != nil {
+		r.logOnce(err, "the Enrollment's status could not be written")
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: r.Every}, nil
+}
+
+// apply starts the hosting reconcilers the first time the node may host,
+// sets the gate, and logs a line when the stage or its reason changes.
+func (r *EnrollmentReconciler) apply(d join.Decision) error {
+	if d.Accepting && !r.hosted {
+		r.Log.Info("approved and armed: starting the hosting reconcilers")
+		if err := r.StartHosting(); err != nil {
+			return fmt.Errorf("hosting could not start: %w", err)
+		}
+		r.hosted = true
+	}
+	r.Gate.Set(d.Accepting)
+	if d.Accepting {
+		metrics.SetMode(metrics.ModeHosting)
+	} else {
+		metrics.SetMode(metrics.ModeJoining)
+	}
+	r.mu.Lock()
+	prev, known := r.current, r.known
+	r.current, r.known = d, true
+	r.mu.Unlock()
+	if known && prev.Stage == d.Stage && prev.Reason == d.Reason {
+		return nil
+	}
+	if prev.Stage != d.Stage {
+		r.prepared = time.Time{} // a new stage may prepare at once
+	}
+	r.Log.Info("mode", "mode", d.Mode, "stage", d.Stage, "accepting", d.Accepting, "reason", d.Reason)
+	return nil
+}
+
+func (r *EnrollmentReconciler) logOnce(err error, msg string) {
+	if r.logged == nil {
+		r.logged = map[string]bool{}
+	}
+	if r.logged[err.Error()] {
+		return
+	}
+	r.logged[err.Error()] = true
+	r.Log.Error(err, msg)
+}
+
+// Decision is the mode as last decided; known is false until the
+// Enrollment was read once.
+func (r *EnrollmentReconciler) Decision() (d join.Decision, known bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.current, r.known
+}
+
+// Ready is the readiness check: the agent works once it has read its
+// Enrollment; a later loss of the API server does not undo it. Whether
+// the node may host is the Enrollment's and the mode metric's to say, not
+// readiness': a node awaiting approval must not hold up a rollout.
+func (r *EnrollmentReconciler) Ready() error {
+	if _, known := r.Decision(); !known {
+		return errors.New("joining: the Enrollment has not been read yet")
+	}
+	return nil
+}
+
+// Hosting fails, naming the stage, while the node accepts no new work.
+func (r *EnrollmentReconciler) Hosting() error {
+	d, known := r.Decision()
+	switch {
+	case !known:
+		return errors.New("joining: the Enrollment has not been read yet")
+	case !d.Accepting:
+		return fmt.Errorf("%s: %s: %s", d.Mode, d.Stage, d.Reason)
+	}
+	return nil
+}
+
+// SetupWithManager runs the reconciler on the node's Enrollment: a first
+// round at once (the Enrollment may not exist yet), then on its creation,
+// deletion and spec changes (its own status writes change no generation),
+// and every Every.
+func (r *EnrollmentReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
+	}
+	first := make(chan event.TypedGenericEvent[*hostingv1alpha1.Enrollment], 1)
+	first <- event.TypedGenericEvent[*hostingv1alpha1.Enrollment]{Object: &hostingv1alpha1.Enrollment{ObjectMeta: metav1.ObjectMeta{Name: r.NodeName}}}
+	onlyThisNode := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetName() == r.NodeName })
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("enrollment").
+		For(&hostingv1alpha1.Enrollment{}, builder.WithPredicates(onlyThisNode, predicate.GenerationChangedPredicate{})).
+		WatchesRawSource(source.Channel(first, &handler.TypedEnqueueRequestForObject[*hostingv1alpha1.Enrollment]{})).
+		WithOptions(controller.Options{
+			MaxConcurrentReconciles: 1, RateLimiter: APIBackoff(),
+			// Every agent decides its own node's mode.
+			NeedLeaderElection: ptr.To(false),
+			// One per agent process; tests run several agents in one.
+			SkipNameValidation: ptr.To(true),
+		}).
+		Complete(r)
+}
+
+// approved returns this node's Enrollment, creating it (not approved)
 // when it does not exist yet, and whether an administrator approved it.
-func (r *EnrollmentReporter) Approved(ctx context.Context) (*hostingv1alpha1.Enrollment, bool, error) {
+func (r *EnrollmentReconciler) approved(ctx context.Context) (*hostingv1alpha1.Enrollment, bool, error) {
 	var enr hostingv1alpha1.Enrollment
 	err := r.Client.Get(ctx, client.ObjectKey{Name: r.NodeName}, &enr)
 	if apierrors.IsNotFound(err) {
@@ -57,10 +234,11 @@ func (r *EnrollmentReporter) Approved(ctx context.Context) (*hostingv1alpha1.Enr
 	return &enr, enr.Spec.Approved, nil
 }
 
-// Report writes facts, checks and the decision to enr's status. It sends
+// report writes facts, checks and the decision to enr's status. It sends
 // nothing when the status would not change, so an idle node costs the
 // API server a read per re-check and no write.
-func (r *EnrollmentReporter) Report(ctx context.Context, enr *hostingv1alpha1.Enrollment, facts NodeFacts, checks []join.Check, d join.Decision) error {
+func (r *EnrollmentReconciler) report(ctx context.Context, enr *hostingv1alpha1.Enrollment, checks []join.Check, d join.Decision) error {
+	facts := r.Facts
 	orig := enr.DeepCopy()
 	st := &enr.Status
 	st.ObservedGeneration = enr.Generation

@@ -22,11 +22,13 @@ import (
 // 1 s doubling to 30 s, several objects at once so one long grace period
 // does not hold up the node.
 func controllerOptions() controller.Options {
-	return controller.Options{
-		MaxConcurrentReconciles: 4,
-		RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](
-			time.Second, 30*time.Second),
-	}
+	return controller.Options{MaxConcurrentReconciles: 4, RateLimiter: APIBackoff()}
+}
+
+// APIBackoff is the wait after each failed reconcile of an object in a
+// row: 1 s, doubling, at most 30 s, for as long as the failures last.
+func APIBackoff() workqueue.TypedRateLimiter[reconcile.Request] {
+	return workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](time.Second, 30*time.Second)
 }
 
 // recordEvent emits an event on obj through rec; a reconciler set up

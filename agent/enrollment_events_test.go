@@ -1,0 +1,68 @@
+package agent
+
+import (
+	"errors"
+	"net/http"
+	"os"
+	"testing"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/unitlet/unitlet/runtime/join"
+)
+
+// TestApprovalNoticedAtOnce: with a poll an hour apart, approving the
+// node's Enrollment still starts hosting at once, and taking the approval
+// back stops it at once: the agent watches its own Enrollment, with the
+// rights config/rbac grants it.
+func TestApprovalNoticedAtOnce(t *testing.T) {
+	needRoot(t)
+	opts := flowRoots(t)
+	// A state root the guard accepts: approval is all that is missing.
+	if err := os.Chmod(opts.StateRoot, join.RootMode); err != nil {
+		t.Fatal(err)
+	}
+	const node = "watch-node"
+	a := startAgent(t, node, opts, func(j *joining) { j.every = time.Hour })
+	a.expectStage(t, http.StatusServiceUnavailable, join.StageAwaitingApproval)
+
+	setApproved(t, node, true)
+	a.expectStage(t, http.StatusOK, join.StageHosting)
+	setApproved(t, node, false)
+	a.expectStage(t, http.StatusServiceUnavailable, join.StageApprovalRevoked)
+	if err := a.stop(); err != nil {
+		t.Errorf("stop: %v", err)
+	}
+}
+
+// TestHostingThatCannotStartStopsTheAgent: when the hosting reconcilers
+// cannot be registered once the node may host, the agent stops with that
+// cause rather than stay up hosting nothing.
+func TestHostingThatCannotStartStopsTheAgent(t *testing.T) {
+	needRoot(t)
+	opts := flowRoots(t)
+	if err := os.Chmod(opts.StateRoot, join.RootMode); err != nil {
+		t.Fatal(err)
+	}
+	const node = "fatal-node"
+	broken := errors.New("no node runtime")
+	a := startAgent(t, node, opts, func(j *joining) {
+		j.setupHosting = func(ctrl.Manager, Options) error { return broken }
+	})
+	a.expectStage(t, http.StatusServiceUnavailable, join.StageAwaitingApproval)
+	setApproved(t, node, true)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, _, err := a.get("/healthz"); err != nil {
+			break // the probe server went with the manager
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the agent still serves 30s after hosting could not start")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := a.stop(); !errors.Is(err, broken) {
+		t.Errorf("the agent stopped with %v, want %v", err, broken)
+	}
+}
