@@ -129,7 +129,6 @@ func Prepare(req Request) (res *Result, err error) {
 			res = nil
 		}
 	}()
-	inst := req.Instance
 
 	dirs, err := makeDirs(req, p)
 	if err != nil {
@@ -138,27 +137,8 @@ func Prepare(req Request) (res *Result, err error) {
 	defer dirs.close()
 	res.Timings.mark(StepDirs)
 
-	if req.Role == layout.RoleCmd {
-		if err := cmdEnv(res, inst, req.Generation); err != nil {
-			return res, err
-		}
-	} else {
-		token, err := ensureToken(inst)
-		if err != nil {
-			return res, fmt.Errorf("admin token of %s/%s: %w", inst.Namespace(), inst.Name(), err)
-		}
-		res.Timings.mark(StepAdminToken)
-		appSocket := ""
-		if p.Generation() != 0 {
-			appSocket, _ = inst.AppSocket(p.Generation())
-		}
-		var warnings []error
-		res.Env, res.Layers, warnings, err = mergeEnv(req.SpecEnv, req.RefEnv, platformEnv(req, p, token, appSocket))
-		if err != nil {
-			return res, err
-		}
-		res.Warnings = append(res.Warnings, warnings...)
-		res.Timings.mark(StepEnv)
+	if err := prepareEnv(req, p, res); err != nil {
+		return res, err
 	}
 
 	if err := removeExitRecords(dirs.run, p.ExitPrefix()); err != nil {
@@ -176,24 +156,60 @@ func Prepare(req Request) (res *Result, err error) {
 	}
 
 	if req.Role != layout.RoleCmd {
-		sock := p.LogSocket()
-		if err := removeStale(dirs.log, filepath.Base(sock)); err != nil {
-			return res, fmt.Errorf("stale log socket: %w", err)
-		}
-		res.Logs, err = logs.Listen(sock, logs.Options{
-			Labels: logs.Labels{Namespace: inst.Namespace(), Name: inst.Name(), Host: req.Host, Role: p.Role(), Generation: p.Generation(), Sidecar: p.SidecarName()},
-			File:   req.LogFile,
-			Logger: req.Logger,
-			// Beside the socket: the systemd backend's trampoline writes
-			// here, and the pipe outlives this agent (logs.OpenFIFO).
-			FIFO: p.LogFIFO(),
-		})
-		if err != nil {
-			return res, fmt.Errorf("log listener: %w", err)
+		if res.Logs, err = listenLogs(req, p, dirs); err != nil {
+			return res, err
 		}
 		res.Timings.mark(StepLogs)
 	}
 	return res, nil
+}
+
+// prepareEnv sets res.Env: a cmd's from its generation's launch file,
+// every other role's merged from the spec, the referenced data and the
+// platform's variables (with the admin token, minted once).
+func prepareEnv(req Request, p layout.Proc, res *Result) error {
+	inst := req.Instance
+	if req.Role == layout.RoleCmd {
+		return cmdEnv(res, inst, req.Generation)
+	}
+	token, err := ensureToken(inst)
+	if err != nil {
+		return fmt.Errorf("admin token of %s/%s: %w", inst.Namespace(), inst.Name(), err)
+	}
+	res.Timings.mark(StepAdminToken)
+	appSocket := ""
+	if p.Generation() != 0 {
+		appSocket, _ = inst.AppSocket(p.Generation())
+	}
+	var warnings []error
+	res.Env, res.Layers, warnings, err = mergeEnv(req.SpecEnv, req.RefEnv, platformEnv(req, p, token, appSocket))
+	if err != nil {
+		return err
+	}
+	res.Warnings = append(res.Warnings, warnings...)
+	res.Timings.mark(StepEnv)
+	return nil
+}
+
+// listenLogs binds the slot's log socket afresh (and its FIFO).
+func listenLogs(req Request, p layout.Proc, dirs openDirs) (*logs.Listener, error) {
+	inst := req.Instance
+	sock := p.LogSocket()
+	if err := removeStale(dirs.log, filepath.Base(sock)); err != nil {
+		return nil, fmt.Errorf("stale log socket: %w", err)
+	}
+	l, err := logs.Listen(sock, logs.Options{
+		Labels: logs.Labels{Namespace: inst.Namespace(), Name: inst.Name(), Host: req.Host, Role: p.Role(), Generation: p.Generation(), Sidecar: p.SidecarName()},
+		File:   req.LogFile,
+		Logger: req.Logger,
+		// Beside the socket: the systemd backend's trampoline writes
+		// here, and the pipe outlives this agent (logs.OpenFIFO).
+		FIFO: p.LogFIFO(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("log listener: %w", err)
+	}
+	return l, nil
 }
 
 // openDirs are the directories prepare works in, open by fd.

@@ -142,61 +142,21 @@ func (b *Direct) Start(ctx context.Context, spec Spec) outcome.Start {
 		b.cfg.Log.Info("start failed", "unit", unit, "outcome", k.String(), "err", err)
 		return res
 	}
-	child, err := p.Cgroup()
-	if err != nil {
-		return fail(outcome.NotStarted, fmt.Errorf("units: %s: %w", unit, err))
-	}
-	m, err := b.Manager(inst)
+	c, err := b.claim(spec)
 	if err != nil {
 		return fail(outcome.NotStarted, err)
 	}
-	if err := m.EnsureParent(spec.Parent); err != nil {
-		return fail(outcome.NotStarted, fmt.Errorf("units: %s: %w", unit, err))
-	}
-	if p.Generation() != 0 {
-		_, err = m.CreateGeneration(p.Generation(), spec.Tier)
-	} else {
-		_, err = m.CreateRole(child)
-	}
-	if err != nil {
-		return fail(outcome.NotStarted, fmt.Errorf("units: %s: %w", unit, err))
-	}
-	id, err := newInvocationID()
-	if err != nil {
-		return fail(outcome.NotStarted, err)
-	}
-	dir := inst.ExitDir()
-	startName := record.Name(p, record.StartSuffix)
 	notStarted := func(err error) outcome.Start {
-		// Proven that nothing ran: the record of a start in flight and
-		// the fresh child go, so a retry and a re-adoption see nothing.
-		_ = os.Remove(filepath.Join(dir, startName))
-		_ = m.RemoveChild(child)
+		c.undo()
 		return fail(outcome.NotStarted, err)
-	}
-	// A slot whose name comes back (a sidecar started again, a seed run
-	// again) finds its last run's records. Callers start a slot only once
-	// that run is seen gone, so they describe nothing alive, and they must
-	// not be read as this run's. Only files are records: whatever else
-	// sits at the name is left for the shim to fail on.
-	for _, suffix := range []string{record.PidSuffix, record.ExitSuffix} {
-		err := unix.Unlink(filepath.Join(dir, record.Name(p, suffix)))
-		if err != nil && err != unix.ENOENT && err != unix.EISDIR {
-			return notStarted(fmt.Errorf("units: %s: stale record: %w", unit, err))
-		}
-	}
-	sr := record.Start{Schema: record.Schema, Identity: record.IdentityOf(p), InvocationID: id,
-		Cgroup: path.Join(m.Parent(), child), GraceMillis: spec.Grace.Milliseconds(), At: time.Now()}
-	if err := record.Write(dir, startName, sr); err != nil {
-		return notStarted(fmt.Errorf("units: %s: %w", unit, err))
 	}
 	if err := ctx.Err(); err != nil {
 		return notStarted(fmt.Errorf("units: start %s not sent: %w", unit, err))
 	}
 	args := shim.Args{
 		CgroupMount: b.cfg.CgroupMount, CgroupRoot: b.cfg.Layout.CgroupRoot,
-		Namespace: inst.Namespace(), Name: inst.Name(), Child: child,
-		ExitDir: dir, Prefix: p.ExitPrefix(), Invocation: id, Exe: cmp.Or(b.trampoline, b.cfg.Exe),
+		Namespace: inst.Namespace(), Name: inst.Name(), Child: c.child,
+		ExitDir: c.dir, Prefix: p.ExitPrefix(), Invocation: c.id, Exe: cmp.Or(b.trampoline, b.cfg.Exe),
 		Launch: filepath.Join(inst.PrivateDir(), p.LaunchFile()), LogSocket: p.LogSocket(), ErrSocket: p.ErrLogSocket(),
 	}
 	if s, err := shim.CurrentSched(); err == nil {
@@ -218,37 +178,15 @@ func (b *Direct) Start(ctx context.Context, spec Spec) outcome.Start {
 	if b.afterShim != nil {
 		b.afterShim(sh.pid)
 	}
-	verb, msg, err := readReport(ctx, sh.report)
-	switch {
-	case err != nil && ctx.Err() != nil:
-		return fail(outcome.MayHaveRun, fmt.Errorf("units: start %s: no report from shim %d: %w", unit, sh.pid, err))
-	case err != nil:
-		// The shim ended without a word: only its refusal code proves
-		// it exec'd nothing.
-		select {
-		case <-sh.done:
-			ps := sh.state
-			if c := ps.ExitCode(); c == shim.ExitRefused || c == shim.ExitIdle {
-				return notStarted(fmt.Errorf("units: shim for %s refused (status %d)", unit, ps.ExitCode()))
-			}
-			return fail(outcome.MayHaveRun, fmt.Errorf("units: shim for %s ended (%v) without a report", unit, ps))
-		case <-ctx.Done():
-			return fail(outcome.MayHaveRun, fmt.Errorf("units: start %s: %w", unit, ctx.Err()))
-		}
-	case verb == shim.Refused:
-		select {
-		case <-sh.done: // out of the child before it goes
-		case <-ctx.Done():
-		}
-		return notStarted(fmt.Errorf("units: %s did not exec: %s", unit, msg))
-	case verb != shim.Started:
-		return fail(outcome.MayHaveRun, fmt.Errorf("units: start %s: %s", unit, msg))
+	kind, pid, err := awaitReport(ctx, unit, sh)
+	switch kind {
+	case outcome.NotStarted:
+		return notStarted(err)
+	case outcome.Running:
+	default:
+		return fail(kind, err)
 	}
-	pid, err := strconv.Atoi(msg)
-	if err != nil {
-		return fail(outcome.MayHaveRun, fmt.Errorf("units: start %s: bad report %q", unit, msg))
-	}
-	res.InvocationID, res.MainPID = id, pid
+	res.InvocationID, res.MainPID = c.id, pid
 	if b.afterStart != nil {
 		b.afterStart()
 	}
@@ -256,7 +194,7 @@ func (b *Direct) Start(ctx context.Context, spec Spec) outcome.Start {
 	// it has written one, keeps the cgroup populated, so the cgroup says
 	// nothing more.
 	var e record.Exit
-	switch err := record.Read(dir, record.Name(p, record.ExitSuffix), &e); {
+	switch err := record.Read(c.dir, record.Name(p, record.ExitSuffix), &e); {
 	case record.Missing(err):
 	case err != nil:
 		return fail(outcome.MayHaveRun, fmt.Errorf("units: start %s: started, then: %w", unit, err))
@@ -266,6 +204,108 @@ func (b *Direct) Start(ctx context.Context, spec Spec) outcome.Start {
 	}
 	res.Kind = outcome.Running
 	return res
+}
+
+// claimed is a slot made ready for one start: its fresh cgroup child, the
+// invocation ID, and the record of a start in flight.
+type claimed struct {
+	m                   cgroups.Manager
+	child, id, dir, rec string
+}
+
+// undo is for a start proven not to have run: the record of a start in
+// flight and the fresh child go, so a retry and a re-adoption see nothing.
+func (c claimed) undo() {
+	_ = os.Remove(filepath.Join(c.dir, c.rec))
+	_ = c.m.RemoveChild(c.child)
+}
+
+// claim makes the instance parent (with spec's floor) and the slot's fresh
+// child, clears the last run's records, and records the start in flight.
+// On error nothing of it is left.
+func (b *Direct) claim(spec Spec) (claimed, error) {
+	p := spec.Proc
+	unit := p.UnitName()
+	child, err := p.Cgroup()
+	if err != nil {
+		return claimed{}, fmt.Errorf("units: %s: %w", unit, err)
+	}
+	m, err := b.Manager(p.Instance())
+	if err != nil {
+		return claimed{}, err
+	}
+	if err := m.EnsureParent(spec.Parent); err != nil {
+		return claimed{}, fmt.Errorf("units: %s: %w", unit, err)
+	}
+	if p.Generation() != 0 {
+		_, err = m.CreateGeneration(p.Generation(), spec.Tier)
+	} else {
+		_, err = m.CreateRole(child)
+	}
+	if err != nil {
+		return claimed{}, fmt.Errorf("units: %s: %w", unit, err)
+	}
+	c := claimed{m: m, child: child, dir: p.Instance().ExitDir(), rec: record.Name(p, record.StartSuffix)}
+	if c.id, err = newInvocationID(); err != nil {
+		c.undo()
+		return claimed{}, err
+	}
+	// A slot whose name comes back (a sidecar started again, a seed run
+	// again) finds its last run's records. Callers start a slot only once
+	// that run is seen gone, so they describe nothing alive, and they must
+	// not be read as this run's. Only files are records: whatever else
+	// sits at the name is left for the shim to fail on.
+	for _, suffix := range []string{record.PidSuffix, record.ExitSuffix} {
+		err := unix.Unlink(filepath.Join(c.dir, record.Name(p, suffix)))
+		if err != nil && err != unix.ENOENT && err != unix.EISDIR {
+			c.undo()
+			return claimed{}, fmt.Errorf("units: %s: stale record: %w", unit, err)
+		}
+	}
+	sr := record.Start{Schema: record.Schema, Identity: record.IdentityOf(p), InvocationID: c.id,
+		Cgroup: path.Join(m.Parent(), child), GraceMillis: spec.Grace.Milliseconds(), At: time.Now()}
+	if err := record.Write(c.dir, c.rec, sr); err != nil {
+		c.undo()
+		return claimed{}, fmt.Errorf("units: %s: %w", unit, err)
+	}
+	return c, nil
+}
+
+// awaitReport reads the shim's report and says what it proves: Running
+// with the main pid, NotStarted only on the shim's own refusal, MayHaveRun
+// for anything else.
+func awaitReport(ctx context.Context, unit string, sh *warmShim) (outcome.StartKind, int, error) {
+	verb, msg, err := readReport(ctx, sh.report)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return outcome.MayHaveRun, 0, fmt.Errorf("units: start %s: no report from shim %d: %w", unit, sh.pid, err)
+	case err != nil:
+		// The shim ended without a word: only its refusal code proves
+		// it exec'd nothing.
+		select {
+		case <-sh.done:
+			ps := sh.state
+			if c := ps.ExitCode(); c == shim.ExitRefused || c == shim.ExitIdle {
+				return outcome.NotStarted, 0, fmt.Errorf("units: shim for %s refused (status %d)", unit, ps.ExitCode())
+			}
+			return outcome.MayHaveRun, 0, fmt.Errorf("units: shim for %s ended (%v) without a report", unit, ps)
+		case <-ctx.Done():
+			return outcome.MayHaveRun, 0, fmt.Errorf("units: start %s: %w", unit, ctx.Err())
+		}
+	case verb == shim.Refused:
+		select {
+		case <-sh.done: // out of the child before it goes
+		case <-ctx.Done():
+		}
+		return outcome.NotStarted, 0, fmt.Errorf("units: %s did not exec: %s", unit, msg)
+	case verb != shim.Started:
+		return outcome.MayHaveRun, 0, fmt.Errorf("units: start %s: %s", unit, msg)
+	}
+	pid, err := strconv.Atoi(msg)
+	if err != nil {
+		return outcome.MayHaveRun, 0, fmt.Errorf("units: start %s: bad report %q", unit, msg)
+	}
+	return outcome.Running, pid, nil
 }
 
 // readReport reads the shim's one report line, giving up when ctx ends.
