@@ -79,7 +79,7 @@ func (u Users) memberOf(name string, primary int) ([]int, error) {
 func ReadColonFile(path string) ([][]string, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("read the node's user database: %w", err)
+		return nil, err // names the file
 	}
 	var lines [][]string
 	sc := bufio.NewScanner(bytes.NewReader(b))

@@ -1,18 +1,16 @@
 package join
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/unitlet/unitlet/runtime/identity"
 	"github.com/unitlet/unitlet/runtime/instancefs"
 )
 
@@ -97,14 +95,12 @@ func (db GroupDB) Ensure(spec string) (int, error) {
 
 // read parses the group file into name → gid.
 func (db GroupDB) read() (map[string]int, error) {
-	b, err := os.ReadFile(filepath.Join(db.dir(), "group"))
+	lines, err := identity.ReadColonFile(filepath.Join(db.dir(), "group"))
 	if err != nil {
 		return nil, fmt.Errorf("read the node's group database: %w", err)
 	}
 	groups := map[string]int{}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		f := strings.Split(sc.Text(), ":")
+	for _, f := range lines {
 		if len(f) < 3 {
 			continue
 		}
@@ -112,7 +108,7 @@ func (db GroupDB) read() (map[string]int, error) {
 			groups[f[0]] = gid
 		}
 	}
-	return groups, sc.Err()
+	return groups, nil
 }
 
 func freeGID(groups map[string]int) int {
