@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/unitlet/unitlet/runtime/control"
 	"github.com/unitlet/unitlet/runtime/launch"
 	"github.com/unitlet/unitlet/runtime/layout"
 	"github.com/unitlet/unitlet/runtime/logs"
+	"github.com/unitlet/unitlet/runtime/prepare"
 	"github.com/unitlet/unitlet/runtime/units"
 )
 
@@ -67,18 +69,42 @@ func (n *Node) adopt(ref Ref, p layout.Proc) {
 	s := &slot{watch: cancel}
 	in.slots[ref] = s
 	n.mu.Unlock()
-	if l, err := n.relisten(in, p); err != nil {
+	lf, lerr := launch.Read(p.Instance().PrivateDir(), p.LaunchFile())
+	if l, err := n.relisten(in, p, lf.Host); err != nil {
 		n.cfg.Log.Info("adopted slot's output is not collected", "unit", p.UnitName(), "err", err.Error())
 	} else {
 		n.mu.Lock()
 		s.logs = l
 		n.mu.Unlock()
 	}
+	if p.Role() == layout.RoleRun {
+		// The control socket its env names died with the last agent.
+		srv, err := n.relistenControl(in, p, lf, lerr)
+		if err != nil {
+			n.cfg.Log.Info("adopted generation has no control socket", "unit", p.UnitName(), "err", err.Error())
+		} else {
+			n.mu.Lock()
+			s.control = srv
+			n.mu.Unlock()
+		}
+	}
 	n.watch(ctx, ref, p)
 }
 
+// relistenControl binds an adopted generation's control socket again, as
+// its launch file's identity (lf, read with lerr).
+func (n *Node) relistenControl(in *instance, p layout.Proc, lf launch.File, lerr error) (*control.Server, error) {
+	if lerr != nil {
+		return nil, lerr
+	}
+	return prepare.ListenControl(prepare.Request{
+		Instance: p.Instance(), Host: lf.Host, Generation: p.Generation(), SocketGID: n.cfg.SocketGID, App: lf.Identity,
+		Fence: in.fence.For(p.Generation()), State: n.stateFunc(in, p.Generation()), Logger: n.cfg.Log,
+	}, p)
+}
+
 // relisten binds an adopted slot's log socket again (cmd has none).
-func (n *Node) relisten(in *instance, p layout.Proc) (*logs.Listener, error) {
+func (n *Node) relisten(in *instance, p layout.Proc, host string) (*logs.Listener, error) {
 	if p.Role() == layout.RoleCmd {
 		return nil, nil
 	}
@@ -86,10 +112,6 @@ func (n *Node) relisten(in *instance, p layout.Proc) (*logs.Listener, error) {
 	f, err := n.logFile(li, in)
 	if err != nil {
 		return nil, err
-	}
-	host := ""
-	if lf, err := launch.Read(li.PrivateDir(), p.LaunchFile()); err == nil {
-		host = lf.Host
 	}
 	_ = os.Remove(p.LogSocket()) // the dead agent's socket file
 	return logs.Listen(p.LogSocket(), logs.Options{

@@ -2,13 +2,17 @@ package node
 
 import (
 	"context"
+	"net/http"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sys/unix"
 
+	"github.com/unitlet/unitlet/runtime/instancefs"
+	"github.com/unitlet/unitlet/runtime/layout"
 	"github.com/unitlet/unitlet/runtime/outcome"
+	"github.com/unitlet/unitlet/runtime/prepare"
 )
 
 // TestListAdoptsAfterRestart: a new Node (an agent restart) lists the
@@ -25,14 +29,29 @@ func TestListAdoptsAfterRestart(t *testing.T) {
 	}
 	waitReady(ctx, t, e.node, r.Ref)
 
+	// The first Node goes as a dead agent's would: its listeners with it.
+	if err := e.node.Close(); err != nil {
+		t.Fatal(err)
+	}
 	n2, _ := e.newNode(t)
-	t.Cleanup(func() { _ = n2.Close() })
+	e.node = n2 // it retires the slot at the end
 	refs, err := n2.List(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff([]Ref{r.Ref}, refs); diff != "" {
 		t.Errorf("List (-want,+got):\n%s", diff)
+	}
+	// The adopted generation's control socket answers again: the one
+	// its env names died with the first Node. Not serving: 409.
+	li, _ := e.lay.Instance(r.Namespace, r.Name)
+	env, err := instancefs.ReadEnv(li.PrivateDir(), layout.EnvFileName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	app, _ := li.AppSocket(r.Generation)
+	if code := putSchedules(ctx, t, layout.ControlSocket(app), env[prepare.EnvAdminToken]); code != http.StatusConflict {
+		t.Errorf("control socket after the restart: %d, want 409", code)
 	}
 	again := n2.Start(ctx, r)
 	if again.Start.Kind != outcome.Running || again.Start.MainPID != first.Start.MainPID || len(again.Steps) != 0 {

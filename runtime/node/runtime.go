@@ -86,9 +86,10 @@ type instance struct {
 
 // slot is one started slot: its listeners stay open while it runs.
 type slot struct {
-	res   *prepare.Result // nil for a slot adopted after a restart
-	logs  *logs.Listener  // an adopted slot's log listener, bound anew
-	watch context.CancelFunc
+	res     *prepare.Result // nil for a slot adopted after a restart
+	logs    *logs.Listener  // an adopted slot's log listener, bound anew
+	control *control.Server // an adopted generation's control socket, bound anew
+	watch   context.CancelFunc
 }
 
 // close lets go of the slot's watch and listeners.
@@ -98,6 +99,9 @@ func (s *slot) close() error {
 	}
 	if s.logs != nil {
 		_ = s.logs.Close()
+	}
+	if s.control != nil {
+		_ = s.control.Close()
 	}
 	if s.res == nil {
 		return nil

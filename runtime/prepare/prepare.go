@@ -336,15 +336,40 @@ func readDirNames(d *os.File) ([]string, error) {
 // socket. A failure is a warning: the app runs without control verbs, and
 // its env no longer names a socket nobody listens on.
 func bindControl(req Request, p layout.Proc, dirs openDirs, res *Result) {
+	srv, err := listenControl(req, p, dirs.gen)
+	if err != nil {
+		res.Warnings = append(res.Warnings, fmt.Errorf("%w (running without control verbs)", err))
+		delete(res.Env, EnvControlSocket)
+		delete(res.Layers, EnvControlSocket)
+		return
+	}
+	res.Control = srv
+}
+
+// ListenControl binds generation p's control socket again, for a
+// generation this agent adopted (it did not prepare it): the socket its
+// env names died with the agent that bound it. req needs Instance, Host,
+// Fence, State, Logger, App and SocketGID.
+func ListenControl(req Request, p layout.Proc) (*control.Server, error) {
+	gen, err := req.Instance.GenDir(p.Generation())
+	if err != nil {
+		return nil, err
+	}
+	d, err := instancefs.OpenDir(gen)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	return listenControl(req, p, d)
+}
+
+// listenControl binds the control socket in the generation dir gen, owned
+// by the app and the socket group.
+func listenControl(req Request, p layout.Proc, gen *os.File) (*control.Server, error) {
 	inst := req.Instance
 	app, _ := inst.AppSocket(p.Generation())
 	path := layout.ControlSocket(app)
-	warn := func(err error) {
-		res.Warnings = append(res.Warnings, fmt.Errorf("control socket %s: %w (running without control verbs)", path, err))
-		delete(res.Env, EnvControlSocket)
-		delete(res.Layers, EnvControlSocket)
-	}
-	_ = removeStale(dirs.gen, filepath.Base(path)) // a bind error below says why if this did not work
+	_ = removeStale(gen, filepath.Base(path)) // a bind error below says why if this did not work
 	srv, err := control.Listen(path, control.Config{
 		Identity: control.Identity{Namespace: inst.Namespace(), Name: inst.Name(), Host: req.Host, Generation: p.Generation()},
 		Token: func() (string, error) {
@@ -358,13 +383,11 @@ func bindControl(req Request, p layout.Proc, dirs openDirs, res *Result) {
 		Logger:        req.Logger,
 	})
 	if err != nil {
-		warn(err)
-		return
+		return nil, fmt.Errorf("control socket %s: %w", path, err)
 	}
-	if err := unix.Fchownat(int(dirs.gen.Fd()), filepath.Base(path), req.App.UID, req.SocketGID, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+	if err := unix.Fchownat(int(gen.Fd()), filepath.Base(path), req.App.UID, req.SocketGID, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		srv.Close()
-		warn(err)
-		return
+		return nil, fmt.Errorf("control socket %s: %w", path, err)
 	}
-	res.Control = srv
+	return srv, nil
 }
