@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -70,8 +71,9 @@ func run(ctx context.Context, opts Options, log logr.Logger, j joining) error {
 		Scheme: scheme.New(),
 		// The probes are served by setupEnrollment's probeServer, which
 		// also answers /hostingz with the stage.
-		HealthProbeBindAddress: "0",
-		Metrics:                metricsOptions(opts),
+		HealthProbeBindAddress:  "0",
+		GracefulShutdownTimeout: ptr.To(gracefulShutdown),
+		Metrics:                 metricsOptions(opts),
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			&hostingv1alpha1.Instance{}:   {Field: onNode},
 			&hostingv1alpha1.Generation{}: {Field: onNode},

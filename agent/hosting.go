@@ -1,10 +1,12 @@
 package agent
 
 import (
+	"context"
 	"fmt"
 	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/unitlet/unitlet/controllers"
 	"github.com/unitlet/unitlet/internal/metrics"
@@ -13,6 +15,15 @@ import (
 // stopGrace is how long a retiring generation has between SIGTERM and
 // the kill.
 const stopGrace = 10 * time.Second
+
+// On the agent's own SIGTERM, proofs in flight get shutdownBudget, inside
+// the manager's graceful shutdown (gracefulShutdown) and the pod's
+// terminationGracePeriodSeconds (30 s): a proof cut short is reported
+// Unproven, with the finalizer kept, before the agent goes.
+const (
+	shutdownBudget   = 15 * time.Second
+	gracefulShutdown = 25 * time.Second
+)
 
 // setupHosting registers the reconcilers that run this node's Instances.
 // It is called once, when the node first reaches the hosting mode; until
@@ -26,6 +37,9 @@ func setupHosting(mgr ctrl.Manager, opts Options) error {
 	if opts.atExit != nil {
 		opts.atExit.add(rt.Close)
 	}
+	if err := mgr.Add(shutdownOnStop(rt, shutdownBudget)); err != nil {
+		return err
+	}
 	log.Info("node runtime ready", "unitBackend", backend)
 	metrics.SetAgentInfo(opts.NodeName, Version, backend)
 	recorder := mgr.GetEventRecorder("unitlet-agent")
@@ -38,4 +52,16 @@ func setupHosting(mgr ctrl.Manager, opts Options) error {
 		Client: mgr.GetClient(), Cache: mgr.GetCache(), Runtime: rt, NodeName: opts.NodeName,
 		Recorder: recorder, Grace: stopGrace, Log: mgr.GetLogger().WithName("adopt"),
 	})
+}
+
+// shutdownOnStop waits for the manager to stop (the agent's SIGTERM) and
+// then bounds rt's proofs by budget.
+func shutdownOnStop(rt interface{ Shutdown(context.Context) }, budget time.Duration) manager.RunnableFunc {
+	return func(ctx context.Context) error {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), budget)
+		context.AfterFunc(sctx, cancel)
+		rt.Shutdown(sctx)
+		return nil
+	}
 }

@@ -140,6 +140,11 @@ func (n *Node) Identity(inst InstanceRef, user string, allowRoot bool) (identity
 	return n.ids.Resolve(inst.Namespace, inst.Name, user, allowRoot)
 }
 
+// Shutdown bounds every proof running now or started later by ctx (the
+// agent's remaining grace): one cut short is Unproven, never a kill that
+// outlives the agent unreported.
+func (n *Node) Shutdown(ctx context.Context) { n.cfg.Backend.Shutdown(ctx) }
+
 // Close stops the event watchers, closes every listener and log file the
 // Node holds, and closes the backend (its idle shims, its connection).
 // The units keep running: a new Node re-adopts them.
