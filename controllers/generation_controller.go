@@ -201,7 +201,16 @@ func (r *GenerationReconciler) observe(ctx context.Context, s *genScope) (ctrl.R
 		case outcome.Running, outcome.ExitedBeforeObserved:
 			s.facts.start, s.facts.now = &start, r.Clock.Now()
 		default:
-			return ctrl.Result{RequeueAfter: 5 * time.Second}, nil // uncertain until retired
+			// Uncertain until retired: after the readiness timeout it is
+			// given up, so the Instance retires it (the proof settles
+			// whether anything runs) instead of waiting forever.
+			limit := readinessTimeout(&s.gen.Spec.Template)
+			if c := meta.FindStatusCondition(s.gen.Status.Conditions, v1.ConditionStarted); c != nil && r.Clock.Since(c.LastTransitionTime.Time) > limit {
+				s.facts.unresolved = fmt.Sprintf("the start's outcome stayed unknown for %s (%s); given up: it is retired and proven gone", limit, c.Message)
+				s.done = true
+				return ctrl.Result{}, nil
+			}
+			return ctrl.Result{RequeueAfter: 5 * time.Second}, nil
 		}
 		if start.Kind != outcome.Running {
 			s.done = true

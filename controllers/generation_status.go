@@ -31,6 +31,9 @@ type genFacts struct {
 	start *outcome.Start
 	// observed: the unit as seen now.
 	observed *node.State
+	// unresolved: a start whose outcome stayed unknown too long; it is
+	// given up (and so retired and proven gone by the Instance).
+	unresolved string
 	// probe: one readiness probe and whether its timeout has passed.
 	probe *probeFact
 	// kill: a retirement's proof.
@@ -122,8 +125,15 @@ func generationStatus(gen *v1.Generation, f genFacts) []genEvent {
 			st.Phase = v1.PhaseFailed
 			st.Exit = exitStatus(o.Exit)
 			set(v1.ConditionReady, metav1.ConditionFalse, v1.ReasonExited, describeExit(o.Exit))
+			// It did start; "running" is no longer so.
+			set(v1.ConditionStarted, metav1.ConditionTrue, v1.ReasonExited, fmt.Sprintf("ran as pid %d, then %s", st.MainPID, describeExit(o.Exit)))
 			emit(corev1.EventTypeWarning, v1.ReasonExited, "Observe", "generation %d exited: %s", n, describeExit(o.Exit))
 		}
+	}
+	if f.unresolved != "" {
+		st.Phase = v1.PhaseFailed
+		set(v1.ConditionReady, metav1.ConditionFalse, v1.ReasonStartUnresolved, f.unresolved)
+		emit(corev1.EventTypeWarning, v1.ReasonStartUnresolved, "Observe", "generation %d: %s", n, f.unresolved)
 	}
 	if p := f.probe; p != nil {
 		switch {

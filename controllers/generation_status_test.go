@@ -100,12 +100,18 @@ func TestGenerationStatus(t *testing.T) {
 			gen:   genIn(v1.PhaseRunning, "Started=True/Running", "Ready=True/ProbeSucceeded"),
 			facts: genFacts{observed: &node.State{Status: units.Status{Exit: exit}}},
 			want: genSummary{Phase: v1.PhaseFailed, Exit: &v1.ExitStatus{Code: ptr.To(int32(3))},
-				Conditions: []string{"Ready=False/Exited", "Started=True/Running"}, Events: []string{"Warning/Exited"}},
+				Conditions: []string{"Ready=False/Exited", "Started=True/Exited"}, Events: []string{"Warning/Exited"}},
 		},
 		"the main process exited, others still run": {
 			gen:   genIn(v1.PhaseRunning, "Started=True/Running"),
 			facts: genFacts{observed: &node.State{Status: units.Status{Exit: exit, MainPID: 9}, Populated: true}},
 			want:  genSummary{Phase: v1.PhaseRunning, MainPID: 9, Conditions: []string{"Started=True/Running"}},
+		},
+		"a start unknown for too long is given up": {
+			gen:   genIn(v1.PhaseStarting, "Started=Unknown/MayHaveRun"),
+			facts: genFacts{unresolved: "unknown for 30s"},
+			want: genSummary{Phase: v1.PhaseFailed,
+				Conditions: []string{"Ready=False/StartUnresolved", "Started=Unknown/MayHaveRun"}, Events: []string{"Warning/StartUnresolved"}},
 		},
 		"ready": {
 			gen:   genIn(v1.PhaseStarting, "Started=True/Running"),

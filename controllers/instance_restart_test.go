@@ -121,3 +121,41 @@ func TestActiveEndsDuringSwap(t *testing.T) {
 		})
 	}
 }
+
+// TestFirstGenerationCrashLoops: an app that exits at once with nothing
+// served yet is restarted with the backoff (a kubelet's CrashLoopBackOff),
+// not left Stalled; its Generation says it ran and then exited.
+func TestFirstGenerationCrashLoops(t *testing.T) {
+	const inst = "crashloop"
+	fake.set(func(f *fakeRuntime) { f.start[ref(inst, 1)] = outcome.ExitedBeforeObserved })
+	create(t, instance(inst))
+	waitServing(t, inst, 2)
+	g1 := getGeneration(t, inst, 1)
+	if !g1.Spec.Retired || g1.Annotations[AnnotationRetiredBecause] != RetiredExited {
+		t.Errorf("g1 retired %v because %q, want retired because %s", g1.Spec.Retired, g1.Annotations[AnnotationRetiredBecause], RetiredExited)
+	}
+	if c := condition(getInstance(t, inst).Status.Conditions, v1.ConditionStalled); c != "absent" {
+		t.Errorf("Stalled = %s, want absent", c)
+	}
+}
+
+// TestUncertainStartGivenUp: a start whose answer never comes is given up
+// after the readiness timeout: retired, proven gone, and replaced, so the
+// Instance serves instead of waiting forever.
+func TestUncertainStartGivenUp(t *testing.T) {
+	const inst = "unresolved"
+	fake.set(func(f *fakeRuntime) { f.start[ref(inst, 1)] = outcome.MayHaveRun })
+	create(t, instance(inst, func(i *v1.Instance) { i.Spec.Template.Readiness.TimeoutSeconds = 1 }))
+	waitServing(t, inst, 2)
+	g1 := getGeneration(t, inst, 1)
+	// Whether it ran stays unknown; that nothing of it runs now is proven.
+	if got := condition(g1.Status.Conditions, v1.ConditionStarted); got != "Unknown/"+v1.ReasonMayHaveRun {
+		t.Errorf("g1 Started = %s, want Unknown/%s", got, v1.ReasonMayHaveRun)
+	}
+	if !terminated(g1) {
+		t.Error("g1 given up without a proof that nothing of it runs")
+	}
+	if c := condition(getInstance(t, inst).Status.Conditions, v1.ConditionStartUncertain); c == "True/"+v1.ReasonMayHaveRun {
+		t.Errorf("StartUncertain = %s after the proof", c)
+	}
+}

@@ -108,9 +108,10 @@ func decideSwap(f swapFacts) swapDecision {
 			}
 		}
 		d.restore = len(f.gens) > 1
-	case failed(latest) && active != nil && (retiredBecause(active) == RetiredExited || exited(active)):
-		// Nothing serves to fall back to (the active one ended too): one
-		// more crash, not an aborted swap.
+	case failed(latest) && (active == nil || retiredBecause(active) == RetiredExited || exited(active)):
+		// Nothing serves to fall back to (nothing served yet, or the
+		// active one ended too): one more crash, restarted with the
+		// backoff as a kubelet restarts a container, not an aborted swap.
 		d.action, d.target = swapReplaceExited, latest
 	case failed(latest):
 		d.action, d.target = swapAbort, latest

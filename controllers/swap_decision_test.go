@@ -95,6 +95,10 @@ func TestDecideSwap(t *testing.T) {
 			gens: []gb{generation(1, "old").ready(), generation(2, "h").refused()}, active: 1,
 			want: decision{Action: swapAbort, Target: 2},
 		},
+		"the first generation failed, nothing served yet: replace it": {
+			gens: []gb{generation(1, "h").exited()},
+			want: decision{Action: swapReplaceExited, Target: 1},
+		},
 		"the successor failed and the old one ended too: replace": {
 			gens: []gb{generation(1, "old").exited(), generation(2, "h").refused()}, active: 1,
 			want: decision{Action: swapReplaceExited, Target: 2},

@@ -53,6 +53,9 @@ const (
 	ReasonProbing        = "Probing"
 	ReasonProbeSucceeded = "ProbeSucceeded"
 	ReasonRetired        = "Retired"
+	// ReasonStartUnresolved: a start whose outcome stayed unknown for the
+	// readiness timeout is given up (retired and proven gone).
+	ReasonStartUnresolved = "StartUnresolved"
 	// ReasonCertain: every start's outcome is known (StartUncertain=False).
 	ReasonCertain = "Certain"
 	// ReasonDeleting: the Instance waits for its generations to be proven
