@@ -43,6 +43,10 @@ type GenerationReconciler struct {
 	Grace time.Duration
 	// ProbeInterval is how often a starting generation is probed.
 	ProbeInterval time.Duration
+	// ObserveEvery is how often a running generation is looked at again
+	// without an event: the runtime's events are a hint (a full buffer
+	// drops them) and the cache's resync is hours apart.
+	ObserveEvery time.Duration
 	// RoleEvents receives the runtime's events about seed and sidecar
 	// slots, for the Instance reconciler.
 	RoleEvents chan<- event.TypedGenericEvent[*v1.Instance]
@@ -226,7 +230,7 @@ func (r *GenerationReconciler) observe(ctx context.Context, s *genScope) (ctrl.R
 func (r *GenerationReconciler) probe(ctx context.Context, s *genScope) (ctrl.Result, error) {
 	gen := s.gen
 	if meta.IsStatusConditionTrue(gen.Status.Conditions, v1.ConditionReady) {
-		return ctrl.Result{}, nil
+		return ctrl.Result{RequeueAfter: r.ObserveEvery}, nil
 	}
 	err := r.Runtime.Probe(ctx, refOf(gen), readinessOf(&gen.Spec.Template))
 	timeout := readinessTimeout(&gen.Spec.Template)
@@ -327,6 +331,9 @@ func (r *GenerationReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	if r.ProbeInterval == 0 {
 		r.ProbeInterval = 250 * time.Millisecond
+	}
+	if r.ObserveEvery == 0 {
+		r.ObserveEvery = 30 * time.Second
 	}
 	if r.Gate == nil {
 		r.Gate = hostgate.Always{}

@@ -159,3 +159,13 @@ func TestUncertainStartGivenUp(t *testing.T) {
 		t.Errorf("StartUncertain = %s after the proof", c)
 	}
 }
+
+// TestLostEventStillSeen: a serving app that ends with no event (the
+// runtime's buffer was full) is noticed at the next look, and replaced.
+func TestLostEventStillSeen(t *testing.T) {
+	const inst = "quiet"
+	create(t, instance(inst))
+	waitServing(t, inst, 1)
+	fake.exitQuietly(ref(inst, 1), 1)
+	waitServing(t, inst, 2)
+}

@@ -26,6 +26,9 @@ type Hosting struct {
 	// ProbeInterval is how often a starting generation is probed; 0 is
 	// the GenerationReconciler's default.
 	ProbeInterval time.Duration
+	// ObserveEvery is how often a running generation is looked at again
+	// with no event (one may be lost); 0 is 30 s.
+	ObserveEvery time.Duration
 	// SidecarBackoff spaces a dying sidecar's restarts; zero values are
 	// the kubelet's CrashLoopBackOff figures.
 	SidecarBackoff Backoff
@@ -49,7 +52,7 @@ func SetupHosting(mgr ctrl.Manager, h Hosting) error {
 	}
 	if err := (&GenerationReconciler{
 		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Runtime: h.Runtime, NodeName: h.NodeName,
-		Recorder: h.Recorder, Gate: h.Gate, Grace: h.Grace, ProbeInterval: h.ProbeInterval, RoleEvents: roleEvents,
+		Recorder: h.Recorder, Gate: h.Gate, Grace: h.Grace, ProbeInterval: h.ProbeInterval, ObserveEvery: h.ObserveEvery, RoleEvents: roleEvents,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("generation controller: %w", err)
 	}

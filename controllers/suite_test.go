@@ -62,6 +62,10 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// testObserveEvery is how often the tests' agent looks at a running
+// generation again with no event.
+const testObserveEvery = 2 * time.Second
+
 // testSidecarBackoff is the first restart backoff of a sidecar that dies
 // twice in a row, short for the tests.
 const testSidecarBackoff = 2 * time.Second
@@ -80,7 +84,7 @@ func startAgent(ctx context.Context, name string, rt nodeRuntime) error {
 		return err
 	}
 	if err := SetupHosting(mgr, Hosting{Runtime: rt, NodeName: name, Recorder: mgr.GetEventRecorder("unitlet-agent"),
-		Grace: time.Second, ProbeInterval: 50 * time.Millisecond,
+		Grace: time.Second, ProbeInterval: 50 * time.Millisecond, ObserveEvery: testObserveEvery,
 		SidecarBackoff: Backoff{Initial: testSidecarBackoff, Max: 2 * testSidecarBackoff}}); err != nil {
 		return err
 	}
