@@ -12,7 +12,7 @@ CONTROLLER_GEN := go tool -modfile=$(TOOLS_MOD) controller-gen
 KUSTOMIZE      := go tool -modfile=$(TOOLS_MOD) kustomize
 export KUBEBUILDER_ASSETS := $(BIN)
 # Generated files, compared by `make verify`.
-GENERATED   := api/v1alpha1/zz_generated.deepcopy.go config/crd config/rbac/role.yaml \
+GENERATED   := api/v1alpha1/zz_generated.deepcopy.go config/crd config/rbac/role.yaml config/nodewatch/role.yaml \
 	config/grafana/unitlet-agent.json config/prometheus/prometheusrule.yaml config/argocd/argocd-cm.yaml
 FUZZTIME    ?= 10s
 
@@ -22,9 +22,10 @@ all: build
 ##@ Development
 
 .PHONY: manifests
-manifests: ## Generate CRDs and the agent's ClusterRole from markers.
+manifests: ## Generate CRDs and the agent's and nodewatch's roles from markers.
 	$(CONTROLLER_GEN) rbac:roleName=unitlet-agent crd paths="./api/..." paths="./controllers/..." \
 		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) rbac:roleName=unitlet-nodewatch paths="./nodewatch/..." output:rbac:artifacts:config=config/nodewatch
 
 .PHONY: generate
 generate: ## Generate DeepCopy methods.

@@ -1,7 +1,8 @@
 // Command unitlet is the node agent and the small helpers it starts: with
 // no subcommand (or "agent") it runs the agent; "exec" is the trampoline a
 // unit runs before the app; "install" copies the binary to the host (the
-// DaemonSet's init container).
+// DaemonSet's init container); "nodewatch" is the cluster-side watch of
+// the agents' Leases (its own Deployment).
 package main
 
 import (
@@ -9,6 +10,7 @@ import (
 
 	"github.com/unitlet/unitlet/agent"
 	"github.com/unitlet/unitlet/internal/selfinstall"
+	"github.com/unitlet/unitlet/nodewatch"
 	"github.com/unitlet/unitlet/runtime/trampoline"
 	"github.com/unitlet/unitlet/runtime/units/exitrecord"
 	"github.com/unitlet/unitlet/runtime/units/shim"
@@ -32,4 +34,5 @@ var subcommands = map[string]func([]string) int{
 	"shim":        shim.Main,
 	"exit-record": exitrecord.Main,
 	"install":     selfinstall.Main,
+	"nodewatch":   nodewatch.Main,
 }

@@ -94,5 +94,11 @@ func setupEnrollment(mgr ctrl.Manager, opts Options, log logr.Logger, j joining,
 	if err := mgr.Add(&probeServer{addr: opts.ProbeAddr, ready: r.Ready, hosting: r.Hosting}); err != nil {
 		return err
 	}
+	if opts.LeaseNamespace != "" {
+		if err := mgr.Add(&leaseRenewer{client: c, namespace: opts.LeaseNamespace, node: opts.NodeName,
+			clock: j.clock, every: leaseRenew, log: log.WithName("lease")}); err != nil {
+			return err
+		}
+	}
 	return r.SetupWithManager(mgr)
 }

@@ -1,13 +1,16 @@
 package agent
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"os"
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/unitlet/unitlet/runtime/join"
 )
@@ -26,6 +29,17 @@ func TestApprovalNoticedAtOnce(t *testing.T) {
 	const node = "watch-node"
 	a := startAgent(t, node, opts, func(j *joining) { j.every = time.Hour })
 	a.expectStage(t, http.StatusServiceUnavailable, join.StageAwaitingApproval)
+	// The node's Lease is renewed from the start, approved or not.
+	eventually(t, "the node's Lease", func() error {
+		l := &coordinationv1.Lease{}
+		if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: "unitlet-system", Name: node}, l); err != nil {
+			return err
+		}
+		if l.Spec.RenewTime == nil || time.Since(l.Spec.RenewTime.Time) > time.Minute || l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != node {
+			return errorf("lease %+v", l.Spec)
+		}
+		return nil
+	})
 
 	setApproved(t, node, true)
 	a.expectStage(t, http.StatusOK, join.StageHosting)

@@ -110,11 +110,11 @@ func install(t *testing.T, files ...string) {
 	}
 }
 
-// installAgentCredentials binds the agent's ClusterRole (config/rbac) and
-// installs the node-scoping policy (config/policy).
+// installAgentCredentials binds the agent's roles (config/rbac, in its
+// namespace) and installs the node-scoping policies (config/policy).
 func installAgentCredentials(t *testing.T) {
-	install(t, "config/rbac/role.yaml", "config/rbac/role_binding.yaml",
-		"config/policy/node_scoped_agent.yaml")
+	install(t, "config/default/namespace.yaml", "config/rbac/role.yaml", "config/rbac/role_binding.yaml",
+		"config/rbac/lease_role_binding.yaml", "config/policy/node_scoped_agent.yaml", "config/policy/agent_own_lease.yaml")
 }
 
 func instanceOn(node, name string) *hostingv1alpha1.Instance {

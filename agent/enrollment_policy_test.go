@@ -4,11 +4,14 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hostingv1alpha1 "github.com/unitlet/unitlet/api/v1alpha1"
@@ -227,5 +230,44 @@ func TestAgentReadsSecretsOnlyWhereOptedIn(t *testing.T) {
 		if err := agent.Get(ctx, client.ObjectKey{Namespace: "default", Name: "app-env"}, o); !apierrors.IsForbidden(err) {
 			t.Errorf("the agent reading a %T outside the opted-in namespaces: %v, want Forbidden", o, err)
 		}
+	}
+}
+
+// TestAgentRenewsOnlyItsOwnLease: an agent's token creates and renews its
+// own node's Lease and no other node's.
+func TestAgentRenewsOnlyItsOwnLease(t *testing.T) {
+	ctx := testCtx(t)
+	installAgentCredentials(t)
+	agent := agentClient(t, "lease-node-a")
+	lease := func(node string) *coordinationv1.Lease {
+		return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "unitlet-system", Name: node},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(node), LeaseDurationSeconds: ptr.To(int32(40)),
+				RenewTime: &metav1.MicroTime{Time: time.Now()}}}
+	}
+	for _, n := range []string{"lease-node-a", "lease-node-b"} {
+		t.Cleanup(func() { _ = env.Client.Delete(context.Background(), lease(n)) })
+	}
+	eventually(t, "the agent creating its own node's Lease", func() error { return agent.Create(ctx, lease("lease-node-a")) })
+	own := &coordinationv1.Lease{}
+	if err := agent.Get(ctx, client.ObjectKey{Namespace: "unitlet-system", Name: "lease-node-a"}, own); err != nil {
+		t.Fatal(err)
+	}
+	own.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
+	if err := agent.Update(ctx, own); err != nil {
+		t.Errorf("the agent renewing its own Lease: %v", err)
+	}
+	if err := agent.Create(ctx, lease("lease-node-b")); err == nil || !strings.Contains(err.Error(), "only its own node's Lease") {
+		t.Errorf("the agent creating another node's Lease: %v, want refused", err)
+	}
+	if err := env.Client.Create(ctx, lease("lease-node-b")); err != nil {
+		t.Fatal(err)
+	}
+	other := &coordinationv1.Lease{}
+	if err := agent.Get(ctx, client.ObjectKey{Namespace: "unitlet-system", Name: "lease-node-b"}, other); err != nil {
+		t.Fatal(err)
+	}
+	other.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
+	if err := agent.Update(ctx, other); err == nil || !strings.Contains(err.Error(), "only its own node's Lease") {
+		t.Errorf("the agent renewing another node's Lease: %v, want refused", err)
 	}
 }

@@ -103,6 +103,7 @@ func startAgent(t *testing.T, node string, opts Options, tune ...func(*joining))
 	opts.MetricsAddr = "0"
 	opts.UnitBackend = BackendDirect
 	opts.SocketGroup = "root"
+	opts.LeaseNamespace = "unitlet-system"
 	a.opts = opts
 	j := joining{every: 100 * time.Millisecond, prepareEvery: 300 * time.Millisecond, clock: clock.RealClock{}, setupHosting: a.probe.setup}
 	for _, f := range tune {

@@ -38,6 +38,8 @@ type Options struct {
 	// HostEtc is the node's /etc as the agent sees it: where the socket
 	// group is looked up and created.
 	HostEtc string
+	// LeaseNamespace holds the node's Lease ("" renews none).
+	LeaseNamespace string
 	// AppIDs are the uids (and gids) given to Instances without a user.
 	AppIDs identity.Range
 	// Gate is not a flag: Run sets it before setupHosting, and the hosting
@@ -62,6 +64,7 @@ func Parse(args []string) (Options, error) {
 	fs.BoolVar(&o.RequireEnrollment, "require-enrollment", true, "host nothing until this node's Enrollment is approved and its guard armed")
 	fs.StringVar(&o.SocketGroup, "socket-group", "unitlet", "group that owns the Instances' run dirs and sockets (a proxy in it can connect)")
 	fs.StringVar(&o.HostEtc, "host-etc", "/etc", "the node's /etc as the agent sees it (its user and group database); in a container, the host's /etc mounted there")
+	fs.StringVar(&o.LeaseNamespace, "lease-namespace", "unitlet-system", "namespace of the node's Lease, renewed every 10 s for nodewatch (with --require-enrollment; empty renews none)")
 	o.AppIDs = identity.DefaultRange
 	fs.Func("app-ids", "FIRST-LAST: the uids (and equal gids) reserved for Instances without a user, each its own; no user or group of the node may be in it (default "+identity.DefaultRange.String()+")", func(v string) (err error) {
 		o.AppIDs, err = identity.ParseRange(v)

@@ -5,3 +5,7 @@ package controllers
 // authorizes GET /metrics.
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+
+// The agent renews its node's Lease in its own namespace (a Role, not a
+// ClusterRole); the admission policy keeps it to its own node's Lease.
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update,namespace=unitlet-system

@@ -34,6 +34,11 @@ const (
 	// ReasonHostInUse: another Instance on the node, created first,
 	// serves the same spec.host; this one starts nothing.
 	ReasonHostInUse = "HostInUse"
+	// ReasonNoAgent: no agent enrolled the Instance's node
+	// (Reconciling=True); ReasonNodeLost: the node's agent stopped
+	// renewing its Lease (Ready=Unknown). Both are written by nodewatch.
+	ReasonNoAgent  = "NoAgent"
+	ReasonNodeLost = "NodeLost"
 	// ReasonRootNotAllowed: the template's user is uid 0 and the node's
 	// Enrollment does not allow root; ReasonUnknownUser: the node has no
 	// such user. Nothing of the Instance starts until that changes.

@@ -30,6 +30,7 @@ func TestDaemonSet(t *testing.T) {
 		{Name: "install: the agent pod runs, the node joins", Run: install},
 		{Name: "metrics: only an authorized scraper reads them", Run: metricsAuthorized},
 		{Name: "approve: the samples serve", Run: approveAndServe},
+		{Name: "nodewatch: NoAgent and NodeLost where no agent answers", Run: nodeWatch},
 		{Name: "envFrom: read only where an administrator opted in", Run: envFromOptIn},
 		{Name: "swap: a template edit under load, 0 failed requests", Run: swapUnderLoad},
 		{Name: "rollout: a new agent image restarts no app", Run: rollout},
@@ -46,11 +47,11 @@ func install(t *testing.T) {
 	kubectl(t, "rollout", "status", "-n", "unitlet-system", "ds/unitlet-agent", "--timeout=6m")
 	var pod corev1.Pod
 	eventually(t, "the agent pod Running on "+cluster.NodeName, 6*time.Minute, func() (bool, string) {
-		var pods corev1.PodList
-		if err := k8s.List(context.Background(), &pods, client.InNamespace("unitlet-system")); err != nil || len(pods.Items) == 0 {
+		pods, err := agentPods()
+		if err != nil || len(pods) == 0 {
 			return false, fmt.Sprint("no pod ", err)
 		}
-		pod = pods.Items[0]
+		pod = pods[0]
 		return pod.Status.Phase == corev1.PodRunning, podState(&pod)
 	})
 	enr := &v1.Enrollment{}
@@ -187,11 +188,11 @@ func rollout(t *testing.T) {
 	kubectl(t, "set", "image", "-n", "unitlet-system", "ds/unitlet-agent", "agent="+nextImage, "install-binary="+nextImage)
 	kubectl(t, "rollout", "status", "-n", "unitlet-system", "ds/unitlet-agent", "--timeout=6m")
 	eventually(t, "one agent pod, on the new image", 2*time.Minute, func() (bool, string) {
-		var pods corev1.PodList
-		if err := k8s.List(context.Background(), &pods, client.InNamespace("unitlet-system")); err != nil || len(pods.Items) != 1 {
-			return false, fmt.Sprint(len(pods.Items), " pods ", err)
+		pods, err := agentPods()
+		if err != nil || len(pods) != 1 {
+			return false, fmt.Sprint(len(pods), " pods ", err)
 		}
-		p := pods.Items[0]
+		p := pods[0]
 		return p.Name != oldPod && p.Spec.Containers[0].Image == nextImage && p.Status.Phase == corev1.PodRunning, podState(&p)
 	})
 	for _, g := range before {
@@ -236,11 +237,19 @@ func leftOnNode(t *testing.T, name string) {
 
 func agentPod(t testing.TB) corev1.Pod {
 	t.Helper()
-	var pods corev1.PodList
-	if err := k8s.List(context.Background(), &pods, client.InNamespace("unitlet-system")); err != nil || len(pods.Items) != 1 {
-		t.Fatalf("agent pods: %d, %v", len(pods.Items), err)
+	pods, err := agentPods()
+	if err != nil || len(pods) != 1 {
+		t.Fatalf("agent pods: %d, %v", len(pods), err)
 	}
-	return pods.Items[0]
+	return pods[0]
+}
+
+// agentPods are the DaemonSet's pods (nodewatch's share the namespace).
+func agentPods() ([]corev1.Pod, error) {
+	var pods corev1.PodList
+	err := k8s.List(context.Background(), &pods, client.InNamespace("unitlet-system"),
+		client.MatchingLabels{"app.kubernetes.io/name": "unitlet-agent"})
+	return pods.Items, err
 }
 
 // nextImage is the tag a rollout moves the DaemonSet to.

@@ -16,7 +16,9 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
@@ -153,16 +155,29 @@ func agentCredentials(ctx context.Context) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The ClusterRole, then the Role in the agent's namespace (its Lease).
+	docs := strings.Split(string(raw), "\n---\n")
+	if len(docs) != 2 {
+		return nil, fmt.Errorf("config/rbac/role.yaml: %d documents, want the ClusterRole and the Role", len(docs))
+	}
 	var role rbacv1.ClusterRole
-	if err := yaml.Unmarshal(raw, &role); err != nil {
+	var nsRole rbacv1.Role
+	if err := yaml.Unmarshal([]byte(docs[0]), &role); err != nil {
 		return nil, err
 	}
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: role.ObjectMeta,
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+	if err := yaml.Unmarshal([]byte(docs[1]), &nsRole); err != nil {
+		return nil, err
 	}
-	for _, o := range []client.Object{&role, binding} {
+	subjects := []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}}
+	for _, o := range []client.Object{
+		&role,
+		&rbacv1.ClusterRoleBinding{ObjectMeta: role.ObjectMeta, Subjects: subjects,
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: nsRole.Namespace}},
+		&nsRole,
+		&rbacv1.RoleBinding{ObjectMeta: nsRole.ObjectMeta, Subjects: subjects,
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: nsRole.Name}},
+	} {
 		if err := k8s.Create(ctx, o); err != nil {
 			return nil, fmt.Errorf("create %T: %w", o, err)
 		}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -71,6 +72,14 @@ func join(t *testing.T) {
 	eventually(t, "/hostingz 200", time.Minute, func() (bool, string) {
 		c := probe("/hostingz")
 		return c == http.StatusOK, fmt.Sprintf("status %d", c)
+	})
+	// It renews its node's Lease with the Role config/rbac gives it.
+	eventually(t, "the node's Lease renewed", time.Minute, func() (bool, string) {
+		l := &coordinationv1.Lease{}
+		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: "unitlet-system", Name: nodeName}, l); err != nil {
+			return false, err.Error()
+		}
+		return l.Spec.RenewTime != nil && time.Since(l.Spec.RenewTime.Time) < 30*time.Second, l.Spec.RenewTime.String()
 	})
 	// The agent made the socket group it was told to use.
 	if g := guest(t, "getent group unitlet"); !strings.HasPrefix(g, "unitlet:") {

@@ -1,0 +1,71 @@
+package nodewatch
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/unitlet/unitlet/internal/scheme"
+)
+
+// Main runs `unitlet nodewatch` until SIGTERM and returns the exit code.
+func Main(args []string) int {
+	fs := flag.NewFlagSet("unitlet nodewatch", flag.ContinueOnError)
+	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file; empty means in-cluster configuration or $KUBECONFIG")
+	leaseNS := fs.String("lease-namespace", "unitlet-system", "namespace of the agents' Leases")
+	probeAddr := fs.String("health-probe-bind-address", ":8081", "address of /healthz and /readyz")
+	metricsAddr := fs.String("metrics-bind-address", "0", "address of the metrics endpoint; 0 disables it")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	log := zap.New()
+	ctrl.SetLogger(log)
+	if err := run(ctrl.SetupSignalHandler(), *kubeconfig, *leaseNS, *probeAddr, *metricsAddr); err != nil {
+		fmt.Fprintf(os.Stderr, "unitlet nodewatch: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+func run(ctx context.Context, kubeconfig, leaseNS, probeAddr, metricsAddr string) error {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if kubeconfig == "" {
+		cfg, err = ctrl.GetConfig()
+	}
+	if err != nil {
+		return fmt.Errorf("kubernetes client configuration: %w", err)
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 scheme.New(),
+		HealthProbeBindAddress: probeAddr,
+		Metrics:                metricsserver.Options{BindAddress: metricsAddr},
+		// The agents' Leases only, not every Lease of the cluster.
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&coordinationv1.Lease{}: {Namespaces: map[string]cache.Config{leaseNS: {}}},
+		}},
+	})
+	if err != nil {
+		return fmt.Errorf("manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	r := &Reconciler{Client: mgr.GetClient(), LeaseNamespace: leaseNS}
+	if err := r.SetupWithManager(ctx, mgr); err != nil {
+		return err
+	}
+	return mgr.Start(ctx)
+}
