@@ -24,9 +24,9 @@ type sdEnv struct {
 
 func newSDEnv(t testing.TB) *sdEnv {
 	t.Helper()
-	// Units run with PrivateTmp, which hides the machine's /tmp: the
-	// layout's roots and the trampoline live where an agent's would, in
-	// a directory of the test's own outside /tmp.
+	// An app's sandbox (the trampoline's) has a /tmp of its own: the
+	// layout's roots and the trampoline live where an agent's would, in a
+	// directory of the test's own outside /tmp.
 	root, err := os.MkdirTemp("/var/lib", "unitlet-units-test-")
 	if err != nil {
 		t.Fatal(err)
