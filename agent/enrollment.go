@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"time"
@@ -27,13 +28,15 @@ const (
 // joining is how Run gates hosting; tests shorten the schedule and count
 // the calls to setupHosting.
 type joining struct {
-	every, prepareEvery time.Duration
-	clock               clock.Clock
-	setupHosting        func(ctrl.Manager, Options) error
+	every, prepareEvery       time.Duration
+	leaseRenew, leaseDuration time.Duration
+	clock                     clock.Clock
+	setupHosting              func(ctrl.Manager, Options) error
 }
 
 func defaultJoining() joining {
-	return joining{every: joinEvery, prepareEvery: prepareEvery, clock: clock.RealClock{}, setupHosting: setupHosting}
+	return joining{every: joinEvery, prepareEvery: prepareEvery, leaseRenew: leaseRenew, leaseDuration: leaseDuration,
+		clock: clock.RealClock{}, setupHosting: setupHosting}
 }
 
 // guardFor is the guard the agent's flags describe.
@@ -79,6 +82,15 @@ func setupEnrollment(mgr ctrl.Manager, opts Options, log logr.Logger, j joining,
 	if err != nil {
 		log.Error(err, "node identity incomplete; the Enrollment reports what could be read")
 	}
+	var lease *leaseRenewer
+	if opts.LeaseNamespace != "" {
+		lease = &leaseRenewer{client: c, namespace: opts.LeaseNamespace, node: opts.NodeName,
+			holder: opts.NodeName + "/" + cmp.Or(id.MachineID, "no-machine-id"),
+			clock:  j.clock, every: j.leaseRenew, duration: j.leaseDuration, log: log.WithName("lease"), claim: errNotYetHeld}
+		if err := mgr.Add(lease); err != nil {
+			return err
+		}
+	}
 	r := &controllers.EnrollmentReconciler{
 		Client: c, NodeName: opts.NodeName, Guard: g,
 		Facts: controllers.NodeFacts{Identity: id, AgentVersion: Version,
@@ -94,11 +106,8 @@ func setupEnrollment(mgr ctrl.Manager, opts Options, log logr.Logger, j joining,
 	if err := mgr.Add(&probeServer{addr: opts.ProbeAddr, ready: r.Ready, hosting: r.Hosting}); err != nil {
 		return err
 	}
-	if opts.LeaseNamespace != "" {
-		if err := mgr.Add(&leaseRenewer{client: c, namespace: opts.LeaseNamespace, node: opts.NodeName,
-			clock: j.clock, every: leaseRenew, log: log.WithName("lease")}); err != nil {
-			return err
-		}
+	if lease != nil {
+		r.Claim = lease.Claim
 	}
 	return r.SetupWithManager(mgr)
 }

@@ -5,12 +5,16 @@ import (
 	"errors"
 	"net/http"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	hostingv1alpha1 "github.com/unitlet/unitlet/api/v1alpha1"
 
 	"github.com/unitlet/unitlet/runtime/join"
 )
@@ -35,7 +39,7 @@ func TestApprovalNoticedAtOnce(t *testing.T) {
 		if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: "unitlet-system", Name: node}, l); err != nil {
 			return err
 		}
-		if l.Spec.RenewTime == nil || time.Since(l.Spec.RenewTime.Time) > time.Minute || l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != node {
+		if l.Spec.RenewTime == nil || time.Since(l.Spec.RenewTime.Time) > time.Minute || l.Spec.HolderIdentity == nil || !strings.HasPrefix(*l.Spec.HolderIdentity, node+"/") {
 			return errorf("lease %+v", l.Spec)
 		}
 		return nil
@@ -79,4 +83,76 @@ func TestHostingThatCannotStartStopsTheAgent(t *testing.T) {
 	if err := a.stop(); !errors.Is(err, broken) {
 		t.Errorf("the agent stopped with %v, want %v", err, broken)
 	}
+}
+
+// hostEtc is an /etc for a machine of its own: the node's groups, and
+// machineID as its machine ID.
+func hostEtc(t *testing.T, machineID string) string {
+	t.Helper()
+	dir := t.TempDir()
+	group, err := os.ReadFile("/etc/group")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string][]byte{"group": group, "machine-id": []byte(machineID + "\n")} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// TestTwoAgentsOneNodeName: a second agent that claims a node name whose
+// Lease another machine's agent renews hosts nothing and writes nothing
+// of the Enrollment, saying why on /hostingz; once the first is gone and
+// its Lease has run out, it takes the node over.
+func TestTwoAgentsOneNodeName(t *testing.T) {
+	needRoot(t)
+	const node = "twin-node"
+	first := flowRoots(t)
+	if err := os.Chmod(first.StateRoot, join.RootMode); err != nil {
+		t.Fatal(err)
+	}
+	first.HostEtc = hostEtc(t, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa")
+	a := startAgent(t, node, first)
+	a.expectStage(t, http.StatusServiceUnavailable, join.StageAwaitingApproval)
+	setApproved(t, node, true)
+	a.expectStage(t, http.StatusOK, join.StageHosting)
+
+	second := flowRoots(t)
+	second.HostEtc = hostEtc(t, "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb")
+	b := startAgent(t, node, second)
+	eventually(t, "the second agent refuses the node", func() error {
+		code, body, err := b.get("/hostingz")
+		if err != nil || code != http.StatusServiceUnavailable || !strings.Contains(body, "claimed by another agent") {
+			return errorf("/hostingz %d %q %v", code, body, err)
+		}
+		return nil
+	})
+	enr := &hostingv1alpha1.Enrollment{}
+	for range 5 {
+		if err := env.Client.Get(context.Background(), client.ObjectKey{Name: node}, enr); err != nil {
+			t.Fatal(err)
+		}
+		if enr.Status.MachineID != "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" {
+			t.Fatalf("the second agent wrote the Enrollment: machine ID %q", enr.Status.MachineID)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if calls, accepting, _ := b.probe.state(); calls != 0 || accepting {
+		t.Fatalf("the second agent hosts: %d setups, accepting %v", calls, accepting)
+	}
+
+	if err := a.stop(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the second agent takes the node over", func() error {
+		if err := env.Client.Get(context.Background(), client.ObjectKey{Name: node}, enr); err != nil {
+			return err
+		}
+		if enr.Status.MachineID != "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb" {
+			return errorf("machine ID %q", enr.Status.MachineID)
+		}
+		return nil
+	})
 }

@@ -105,7 +105,8 @@ func startAgent(t *testing.T, node string, opts Options, tune ...func(*joining))
 	opts.SocketGroup = "root"
 	opts.LeaseNamespace = "unitlet-system"
 	a.opts = opts
-	j := joining{every: 100 * time.Millisecond, prepareEvery: 300 * time.Millisecond, clock: clock.RealClock{}, setupHosting: a.probe.setup}
+	j := joining{every: 100 * time.Millisecond, prepareEvery: 300 * time.Millisecond,
+		leaseRenew: 200 * time.Millisecond, leaseDuration: 2 * time.Second, clock: clock.RealClock{}, setupHosting: a.probe.setup}
 	for _, f := range tune {
 		f(&j)
 	}

@@ -61,6 +61,10 @@ type EnrollmentReconciler struct {
 	Guard    Guard
 	Facts    NodeFacts
 	Gate     *hostgate.Switch
+	// Claim, when set, says whether this agent holds its node's name (its
+	// Lease): while another agent does, this one reads and writes nothing
+	// of the Enrollment and hosts nothing.
+	Claim func() error
 	// StartHosting registers the hosting reconcilers; called once. Its
 	// failure is Fatal's: the agent cannot host, and stops.
 	StartHosting func() error
@@ -76,6 +80,7 @@ type EnrollmentReconciler struct {
 	mu       sync.Mutex
 	current  join.Decision
 	known    bool
+	claimErr error
 	hosted   bool
 	prepared time.Time
 	logged   map[string]bool // error texts already logged
@@ -89,6 +94,19 @@ type EnrollmentReconciler struct {
 // Reconcile is one round: guard, approval, preparation, decision, gate,
 // report.
 func (r *EnrollmentReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result, error) {
+	if r.Claim != nil {
+		err := r.Claim()
+		r.mu.Lock()
+		r.claimErr = err
+		r.mu.Unlock()
+		if err != nil {
+			if r.Gate.Set(false) {
+				metrics.SetMode(metrics.ModeJoining)
+			}
+			r.Log.V(1).Info("not hosting until this node's Lease is this agent's", "reason", err.Error())
+			return ctrl.Result{RequeueAfter: time.Second}, nil
+		}
+	}
 	checks := r.Guard.Check(ctx)
 	enr, approved, err := r.approved(ctx)
 	if err != nil {
@@ -182,7 +200,12 @@ func (r *EnrollmentReconciler) Ready() error {
 // Hosting fails, naming the stage, while the node accepts no new work.
 func (r *EnrollmentReconciler) Hosting() error {
 	d, known := r.Decision()
+	r.mu.Lock()
+	claimErr := r.claimErr
+	r.mu.Unlock()
 	switch {
+	case claimErr != nil:
+		return claimErr
 	case !known:
 		return errors.New("joining: the Enrollment has not been read yet")
 	case !d.Accepting:
