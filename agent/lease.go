@@ -14,6 +14,8 @@ import (
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/unitlet/unitlet/nodewatch"
 )
 
 // The node's Lease, as the kubelet keeps one: renewed every leaseRenew,
@@ -103,7 +105,7 @@ func (l *leaseRenewer) renew(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("read lease %s/%s: %w", l.namespace, l.node, err)
 	}
-	if other := ptr.Deref(lease.Spec.HolderIdentity, ""); other != "" && other != l.holder && !leaseExpired(lease, now) {
+	if other := ptr.Deref(lease.Spec.HolderIdentity, ""); other != "" && other != l.holder && stillHeld(lease, now) {
 		err := fmt.Errorf("node name %s is claimed by another agent (%s) whose Lease is still renewed: two agents must not host one node; this one waits for that Lease to run out",
 			l.node, other)
 		l.setClaim(err)
@@ -121,10 +123,8 @@ func (l *leaseRenewer) renew(ctx context.Context) error {
 	return nil
 }
 
-// leaseExpired: lease's last renewal plus its duration is past at now.
-func leaseExpired(lease *coordinationv1.Lease, now time.Time) bool {
-	if lease.Spec.RenewTime == nil || lease.Spec.LeaseDurationSeconds == nil {
-		return true
-	}
-	return !now.Before(lease.Spec.RenewTime.Add(time.Duration(*lease.Spec.LeaseDurationSeconds) * time.Second))
+// stillHeld: lease has not run out at now (nodewatch's reading of it).
+func stillHeld(lease *coordinationv1.Lease, now time.Time) bool {
+	expiry, ok := nodewatch.Expiry(lease)
+	return ok && now.Before(expiry)
 }

@@ -190,7 +190,7 @@ func (r *GenerationReconciler) start(ctx context.Context, s *genScope) (ctrl.Res
 // observe reads the unit: an uncertain start resolves only by what is
 // seen (running, or an exit record), and an exit ends the generation.
 func (r *GenerationReconciler) observe(ctx context.Context, s *genScope) (ctrl.Result, error) {
-	started, _ := startedStatus(s.gen, &s.facts)
+	started := startedStatus(s.gen, &s.facts)
 	if started == metav1.ConditionFalse {
 		s.done = true // failed at start: nothing runs, the Instance decides
 		return ctrl.Result{}, nil
@@ -210,7 +210,7 @@ func (r *GenerationReconciler) observe(ctx context.Context, s *genScope) (ctrl.R
 			// whether anything runs) instead of waiting forever.
 			limit := readinessTimeout(&s.gen.Spec.Template)
 			if c := meta.FindStatusCondition(s.gen.Status.Conditions, v1.ConditionStarted); c != nil && r.Clock.Since(c.LastTransitionTime.Time) > limit {
-				s.facts.unresolved = fmt.Sprintf("the start's outcome stayed unknown for %s (%s); given up: it is retired and proven gone", limit, c.Message)
+				s.facts.unresolved = fmt.Sprintf("the start's outcome stayed unknown for %s (%s); given up: the Instance retires it, and Terminated says once nothing of it runs", limit, c.Message)
 				s.done = true
 				return ctrl.Result{}, nil
 			}

@@ -169,21 +169,22 @@ func generationStatus(gen *v1.Generation, f genFacts) []genEvent {
 
 // startedStatus is the Started condition's status as f leaves it: what
 // the phases branch on before the status is written.
-func startedStatus(gen *v1.Generation, f *genFacts) (metav1.ConditionStatus, bool) {
+// It is "" when nothing says yet.
+func startedStatus(gen *v1.Generation, f *genFacts) metav1.ConditionStatus {
 	if f.notOnNode != "" {
-		return metav1.ConditionFalse, true
+		return metav1.ConditionFalse
 	}
 	if s := f.start; s != nil {
 		switch s.Kind {
 		case outcome.Running:
-			return metav1.ConditionTrue, true
+			return metav1.ConditionTrue
 		case outcome.NotStarted, outcome.ExitedBeforeObserved:
-			return metav1.ConditionFalse, true
+			return metav1.ConditionFalse
 		}
-		return metav1.ConditionUnknown, true
+		return metav1.ConditionUnknown
 	}
 	if c := meta.FindStatusCondition(gen.Status.Conditions, v1.ConditionStarted); c != nil {
-		return c.Status, true
+		return c.Status
 	}
-	return "", false
+	return ""
 }

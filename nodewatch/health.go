@@ -52,13 +52,13 @@ func Health(f Facts) Verdict {
 			Message: fmt.Sprintf("no unitlet agent has enrolled node %s: run the DaemonSet there, or place the Instance on a node that has one", f.Node),
 		}}}
 	}
-	expiry, renewed, ok := expiry(f.Lease)
+	expiry, ok := Expiry(f.Lease)
 	if ok && f.Now.Before(expiry) {
 		return Verdict{Recheck: expiry.Sub(f.Now)}
 	}
 	msg := fmt.Sprintf("the agent on node %s holds no Lease: nothing on the node answers for this Instance", f.Node)
 	if ok {
-		msg = fmt.Sprintf("the agent on node %s last renewed its Lease at %s; what runs there is unknown", f.Node, renewed.UTC().Format(time.RFC3339))
+		msg = fmt.Sprintf("the agent on node %s last renewed its Lease at %s; what runs there is unknown", f.Node, f.Lease.Spec.RenewTime.UTC().Format(time.RFC3339))
 	}
 	// Ready=Unknown for kubectl wait and Argo CD; Reconciling=True for
 	// kstatus (Flux), which reads no Ready.
@@ -68,11 +68,11 @@ func Health(f Facts) Verdict {
 	}}
 }
 
-// expiry is when lease runs out: its last renewal plus its duration.
-func expiry(lease *coordinationv1.Lease) (time.Time, time.Time, bool) {
+// Expiry is when an agent's lease runs out: its last renewal plus its
+// duration; false when it says neither.
+func Expiry(lease *coordinationv1.Lease) (time.Time, bool) {
 	if lease == nil || lease.Spec.RenewTime == nil || lease.Spec.LeaseDurationSeconds == nil {
-		return time.Time{}, time.Time{}, false
+		return time.Time{}, false
 	}
-	renewed := lease.Spec.RenewTime.Time
-	return renewed.Add(time.Duration(*lease.Spec.LeaseDurationSeconds) * time.Second), renewed, true
+	return lease.Spec.RenewTime.Add(time.Duration(*lease.Spec.LeaseDurationSeconds) * time.Second), true
 }

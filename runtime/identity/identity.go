@@ -18,13 +18,14 @@ var (
 	ErrRangeFull = errors.New("no free uid in the range reserved for Instances")
 )
 
-// Credential is who a process runs as.
+// Credential is who a process runs as; the launch file stores it as is.
 type Credential struct {
-	UID, GID int
+	UID int `json:"uid"`
+	GID int `json:"gid"`
 	// Groups are the supplementary groups (the primary gid included).
-	Groups []int
+	Groups []int `json:"groups,omitempty"`
 	// User is the template's user name; "" for an allocated identity.
-	User string
+	User string `json:"user,omitempty"`
 }
 
 // Range is the uids (and equal gids) allocated to Instances: First to

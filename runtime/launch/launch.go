@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/unitlet/unitlet/runtime/identity"
 	"github.com/unitlet/unitlet/runtime/instancefs"
 )
 
@@ -36,14 +37,10 @@ type File struct {
 	Writable   []string `json:"writable,omitempty"`
 }
 
-// Identity is who the process runs as. User is the template's user name,
-// kept for the record; the numbers are what the trampoline sets.
-type Identity struct {
-	UID    int    `json:"uid"`
-	GID    int    `json:"gid"`
-	Groups []int  `json:"groups,omitempty"`
-	User   string `json:"user,omitempty"`
-}
+// Identity is who the process runs as (the Instance's resolved
+// credential). User is kept for the record; the numbers are what the
+// trampoline sets.
+type Identity = identity.Credential
 
 // Validate checks what exec needs: the schema, a non-empty argv with an
 // absolute argv[0], KEY=VALUE env entries, no NUL byte anywhere (exec

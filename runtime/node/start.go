@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/unitlet/unitlet/runtime/launch"
 	"github.com/unitlet/unitlet/runtime/layout"
 	"github.com/unitlet/unitlet/runtime/logs"
 	"github.com/unitlet/unitlet/runtime/outcome"
@@ -59,7 +58,7 @@ func (n *Node) Start(ctx context.Context, req StartRequest) StartResult {
 	pr, err := prepare.Prepare(prepare.Request{
 		Instance: p.Instance(), Host: req.Host, Role: p.Role(), Generation: p.Generation(), Sidecar: p.SidecarName(),
 		SocketGID: n.cfg.SocketGID,
-		App:       launch.Identity{UID: cred.UID, GID: cred.GID, Groups: cred.Groups, User: cred.User},
+		App:       cred,
 		SpecEnv:   req.SpecEnv, RefEnv: req.RefEnv,
 		Fence: in.fence.For(p.Generation()), State: n.stateFunc(in, p.Generation()),
 		LogFile: logFile, Logger: n.cfg.Log,

@@ -15,7 +15,7 @@ import (
 // sandbox's read-only pass is one mount_setattr per mount, so the figure
 // grows with the node's mount count (this machine's is in the log).
 func BenchmarkExec(b *testing.B) {
-	if os.Geteuid() != 0 {
+	if os.Geteuid() != 0 { // as in sandboxed: only without root
 		b.Skip("needs root: the sandbox and the drop")
 	}
 	mounts, _ := mountPoints()

@@ -140,6 +140,9 @@ func TestExecWithExactlyTheLaunchEnv(t *testing.T) {
 // the only writable path, and returns its output lines.
 func sandboxed(t *testing.T, id launch.Identity, writable, script string, lines int) []string {
 	t.Helper()
+	// make test and CI run as root, so these run there; the skip only
+	// lets a developer without root run the rest of the package (the
+	// convention of layouttest.New).
 	if os.Geteuid() != 0 {
 		t.Skip("not root: the sandbox and the drop need root")
 	}
