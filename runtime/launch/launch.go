@@ -118,6 +118,14 @@ func Decode(b []byte) (File, error) {
 	if err := f.Validate(); err != nil {
 		return File{}, err
 	}
+	// An empty list and an absent one mean the same; keep one form so a
+	// file decodes to what it encodes back to (omitempty drops "[]").
+	if len(f.Writable) == 0 {
+		f.Writable = nil
+	}
+	if len(f.Identity.Groups) == 0 {
+		f.Identity.Groups = nil
+	}
 	return f, nil
 }
 
