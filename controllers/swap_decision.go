@@ -1,6 +1,8 @@
 package controllers
 
 import (
+	"k8s.io/apimachinery/pkg/api/meta"
+
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
 )
 
@@ -108,10 +110,12 @@ func decideSwap(f swapFacts) swapDecision {
 			}
 		}
 		d.restore = len(f.gens) > 1
-	case failed(latest) && (active == nil || retiredBecause(active) == RetiredExited || exited(active)):
-		// Nothing serves to fall back to (nothing served yet, or the
-		// active one ended too): one more crash, restarted with the
-		// backoff as a kubelet restarts a container, not an aborted swap.
+	case failed(latest) && (active == nil || active.Spec.Retired || exited(active) || unresolved(latest)):
+		// Nothing serves to fall back to (nothing served yet, the active
+		// one ended too, or Replace already retired it), or the start was
+		// lost, not refused (an agent that died mid-start): one more
+		// crash, restarted with the backoff as a kubelet restarts a
+		// container, not an aborted swap.
 		d.action, d.target = swapReplaceExited, latest
 	case failed(latest):
 		d.action, d.target = swapAbort, latest
@@ -121,4 +125,11 @@ func decideSwap(f swapFacts) swapDecision {
 		d.action, d.target = swapPromote, latest
 	}
 	return d
+}
+
+// unresolved: g's start was given up with its outcome unknown; nothing
+// says the template is at fault.
+func unresolved(g *v1.Generation) bool {
+	c := meta.FindStatusCondition(g.Status.Conditions, v1.ConditionReady)
+	return c != nil && c.Reason == v1.ReasonStartUnresolved
 }

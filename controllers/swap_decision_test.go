@@ -34,6 +34,12 @@ func (b gb) exited() gb {
 	b.g.Status.Phase, b.g.Status.Exit = v1.PhaseFailed, &v1.ExitStatus{}
 	return b
 }
+func (b gb) unresolved() gb {
+	b = b.cond(v1.ConditionStarted, metav1.ConditionUnknown)
+	b.g.Status.Conditions = append(b.g.Status.Conditions, metav1.Condition{Type: v1.ConditionReady, Status: metav1.ConditionFalse, Reason: v1.ReasonStartUnresolved})
+	b.g.Status.Phase = v1.PhaseFailed
+	return b
+}
 func (b gb) retired(because string) gb {
 	b.g.Spec.Retired = true
 	b.g.Annotations[AnnotationRetiredBecause] = because
@@ -94,6 +100,15 @@ func TestDecideSwap(t *testing.T) {
 		"the successor failed: abort, the old one keeps serving": {
 			gens: []gb{generation(1, "old").ready(), generation(2, "h").refused()}, active: 1,
 			want: decision{Action: swapAbort, Target: 2},
+		},
+		"replace: the successor failed with the old one already gone: replace it, not abort": {
+			strategy: v1.StrategyReplace,
+			gens:     []gb{generation(1, "old").ready().retired(RetiredSuperseded).gone(), generation(2, "h").exited()}, active: 1,
+			want: decision{Action: swapReplaceExited, Target: 2},
+		},
+		"overlap: the successor's start was given up unresolved: try again, not abort": {
+			gens: []gb{generation(1, "old").ready(), generation(2, "h").unresolved()}, active: 1,
+			want: decision{Action: swapReplaceExited, Target: 2},
 		},
 		"the first generation failed, nothing served yet: replace it": {
 			gens: []gb{generation(1, "h").exited()},

@@ -44,7 +44,7 @@ func readProc(pid int) (proc, error) {
 // idleChildren are the agent's children outside its cgroup root: the idle
 // warm shims (a shim that runs a unit has moved into the unit's cgroup).
 func (a *agent) idleChildren(t *testing.T) []proc {
-	if a.cmd == nil || a.cmd.Process == nil {
+	if a.Cmd == nil || a.Cmd.Process == nil {
 		return nil
 	}
 	ents, err := os.ReadDir("/proc")
@@ -59,11 +59,11 @@ func (a *agent) idleChildren(t *testing.T) []proc {
 			continue
 		}
 		p, err := readProc(pid)
-		if err != nil || p.ppid != a.cmd.Process.Pid {
+		if err != nil || p.ppid != a.Cmd.Process.Pid {
 			continue
 		}
 		cg, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cgroup"))
-		if err != nil || strings.Contains(string(cg), a.cgroupRoot) {
+		if err != nil || strings.Contains(string(cg), a.CgroupRoot) {
 			continue
 		}
 		out = append(out, p)

@@ -21,7 +21,7 @@ import (
 // and the stable socket answers again.
 func TestServingAppCrashIsReplaced(t *testing.T) {
 	a := startAgent(t, "e2e-crash")
-	inst := sample(t, "hosting_v1alpha1_instance_overlap.yaml", a.node)
+	inst := sample(t, "hosting_v1alpha1_instance_overlap.yaml", a.Node)
 	inst.Name = "crashy"
 	if err := k8s.Create(context.Background(), inst); err != nil {
 		t.Fatal(err)
@@ -48,7 +48,7 @@ func TestServingAppCrashIsReplaced(t *testing.T) {
 	}
 
 	// No history kept: generation 1 goes, and so do its files on the node.
-	lay := layout.Layout{StateRoot: a.stateRoot, RunRoot: a.runRoot, CgroupRoot: a.cgroupRoot}
+	lay := layout.Layout{StateRoot: a.StateRoot, RunRoot: a.RunRoot, CgroupRoot: a.CgroupRoot}
 	li, err := lay.Instance("default", inst.Name)
 	if err != nil {
 		t.Fatal(err)

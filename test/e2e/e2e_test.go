@@ -21,7 +21,7 @@ import (
 // while ≥ 10,000 requests go through nginx, none of them failing.
 func TestOverlapSwapUnderLoad(t *testing.T) {
 	a := startAgent(t, "e2e-a")
-	inst := sample(t, "hosting_v1alpha1_instance_overlap.yaml", a.node)
+	inst := sample(t, "hosting_v1alpha1_instance_overlap.yaml", a.Node)
 	if err := k8s.Create(context.Background(), inst); err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func TestOverlapSwapUnderLoad(t *testing.T) {
 // leaves no process, cgroup or directory behind.
 func TestReplaceSuspendDelete(t *testing.T) {
 	a := startAgent(t, "e2e-r")
-	inst := sample(t, "hosting_v1alpha1_instance_replace.yaml", a.node)
+	inst := sample(t, "hosting_v1alpha1_instance_replace.yaml", a.Node)
 	if err := k8s.Create(context.Background(), inst); err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func TestReplaceSuspendDelete(t *testing.T) {
 		t.Fatalf("GET = %q, %v", body, err)
 	}
 
-	lay := layout.Layout{StateRoot: a.stateRoot, RunRoot: a.runRoot, CgroupRoot: a.cgroupRoot}
+	lay := layout.Layout{StateRoot: a.StateRoot, RunRoot: a.RunRoot, CgroupRoot: a.CgroupRoot}
 	li, err := lay.Instance("default", inst.Name)
 	if err != nil {
 		t.Fatal(err)
@@ -113,8 +113,8 @@ func TestReplaceSuspendDelete(t *testing.T) {
 func TestTwoNodes(t *testing.T) {
 	b, c := startAgent(t, "e2e-b"), startAgent(t, "e2e-c")
 	for _, n := range []*agent{b, c} {
-		inst := sample(t, "hosting_v1alpha1_instance_replace.yaml", n.node)
-		inst.Name = "ledger-" + strings.TrimPrefix(n.node, "e2e-")
+		inst := sample(t, "hosting_v1alpha1_instance_replace.yaml", n.Node)
+		inst.Name = "ledger-" + strings.TrimPrefix(n.Node, "e2e-")
 		if err := k8s.Create(context.Background(), inst); err != nil {
 			t.Fatal(err)
 		}
@@ -126,11 +126,11 @@ func TestTwoNodes(t *testing.T) {
 		a         *agent
 		mine, not string
 	}{{b, "ledger-b", "ledger-c"}, {c, "ledger-c", "ledger-b"}} {
-		if processesUnder(t, layout.InstanceCgroup(tc.a.cgroupRoot, "default", tc.mine)) == 0 {
-			t.Errorf("node %s runs nothing of its own %s", tc.a.node, tc.mine)
+		if processesUnder(t, layout.InstanceCgroup(tc.a.CgroupRoot, "default", tc.mine)) == 0 {
+			t.Errorf("node %s runs nothing of its own %s", tc.a.Node, tc.mine)
 		}
-		if _, err := os.Stat("/sys/fs/cgroup/pids/" + layout.InstanceCgroup(tc.a.cgroupRoot, "default", tc.not)); !os.IsNotExist(err) {
-			t.Errorf("node %s holds a cgroup of %s, another node's Instance", tc.a.node, tc.not)
+		if _, err := os.Stat("/sys/fs/cgroup/pids/" + layout.InstanceCgroup(tc.a.CgroupRoot, "default", tc.not)); !os.IsNotExist(err) {
+			t.Errorf("node %s holds a cgroup of %s, another node's Instance", tc.a.Node, tc.not)
 		}
 	}
 }

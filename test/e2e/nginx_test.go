@@ -39,7 +39,7 @@ func startNginx(t *testing.T, socket string) string {
 		t.Fatalf("the proxy's group %s: %v", proxyGroup, err)
 	}
 	dir := t.TempDir()
-	addr := freePort(t)
+	addr := testutil.FreePort(t)
 	conf := fmt.Sprintf(`daemon off;
 user %[4]s %[4]s;
 worker_processes 1;

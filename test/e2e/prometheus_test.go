@@ -19,13 +19,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
+	"github.com/unitlet/unitlet/internal/testkit/cgrouphold"
 	"github.com/unitlet/unitlet/internal/testkit/promtest"
 	"github.com/unitlet/unitlet/internal/testkit/testenv"
 	"github.com/unitlet/unitlet/runtime/layout"
 )
 
 // withMetrics makes the agent serve /metrics on a free loopback port.
-func withMetrics(a *agent) { a.metrics = true }
+func withMetrics(a *agent) { a.Metrics = true }
 
 // TestPrometheusFiresOnUnprovenKill: a real Prometheus scrapes a running
 // agent with rules.yaml loaded (for: cut to 0s). A Replace swap meets a
@@ -41,9 +42,9 @@ func TestPrometheusFiresOnUnprovenKill(t *testing.T) {
 	dashboardFile := filepath.Join(root, "config", "grafana", "unitlet-agent.json")
 	bin := promtest.Binary(t, "prometheus")
 	a := startAgent(t, "e2e-prom", withMetrics)
-	prom := promtest.Start(t, promtest.Config{Bin: bin, Target: a.metricsAddr, RulesFile: rulesFile, Node: a.node})
+	prom := promtest.Start(t, promtest.Config{Bin: bin, Target: a.MetricsAddr, RulesFile: rulesFile, Node: a.Node})
 
-	inst := sample(t, "hosting_v1alpha1_instance_replace.yaml", a.node)
+	inst := sample(t, "hosting_v1alpha1_instance_replace.yaml", a.Node)
 	inst.Name = "ledger-alert"
 	if err := k8s.Create(context.Background(), inst); err != nil {
 		t.Fatal(err)
@@ -57,7 +58,7 @@ func TestPrometheusFiresOnUnprovenKill(t *testing.T) {
 	})
 
 	// The fault: a process the agent cannot kill in generation 1's cgroup.
-	lay := layout.Layout{StateRoot: a.stateRoot, RunRoot: a.runRoot, CgroupRoot: a.cgroupRoot}
+	lay := layout.Layout{StateRoot: a.StateRoot, RunRoot: a.RunRoot, CgroupRoot: a.CgroupRoot}
 	li, err := lay.Instance("default", inst.Name)
 	if err != nil {
 		t.Fatal(err)
@@ -70,7 +71,7 @@ func TestPrometheusFiresOnUnprovenKill(t *testing.T) {
 	if got := strings.TrimPrefix(getGeneration(t, inst.Name, 1).Status.Cgroup, "/"); got != g1Cgroup {
 		t.Fatalf("generation 1 reports cgroup %q, layout says %q", got, g1Cgroup)
 	}
-	held := holdIn(t, g1Cgroup)
+	held := cgrouphold.In(t, g1Cgroup, runID)
 
 	retired := time.Now()
 	updateInstance(t, inst.Name, func(i *v1.Instance) { i.Spec.Template.Args = append(i.Spec.Template.Args, "v2") })
@@ -80,7 +81,7 @@ func TestPrometheusFiresOnUnprovenKill(t *testing.T) {
 	})
 	unproven := time.Since(retired)
 	want := map[string]string{"namespace": "default", "instance": inst.Name, "type": v1.ConditionKillUnproven, "status": "True"}
-	if got := agentSample(t, a.metricsAddr, "unitlet_instance_condition", want); got != "1" {
+	if got := agentSample(t, a.MetricsAddr, "unitlet_instance_condition", want); got != "1" {
 		t.Errorf("agent /metrics: unitlet_instance_condition%v = %q, want 1", want, got)
 	}
 	alert := "UnitletKillUnproven default/" + inst.Name
@@ -96,7 +97,7 @@ func TestPrometheusFiresOnUnprovenKill(t *testing.T) {
 	}
 
 	// The fault ends: the agent's next look proves the kill.
-	held.release(t)
+	held.Release(t)
 	released := time.Now()
 	waitServing(t, inst.Name, 2)
 	eventually(t, "KillUnproven=False", 60*time.Second, func() (bool, string) {
@@ -114,19 +115,19 @@ func TestPrometheusFiresOnUnprovenKill(t *testing.T) {
 	for _, n := range prom.Missing(t, promtest.MetricNames(t, rulesFile, dashboardFile)) {
 		t.Errorf("%s is named by the dashboard or the rules but was not scraped from the agent", n)
 	}
-	if nodes := prom.LabelValues(t, "node", "unitlet_agent_info"); !slices.Equal(nodes, []string{a.node}) {
-		t.Errorf("unitlet_agent_info nodes: %v, want [%s]", nodes, a.node)
+	if nodes := prom.LabelValues(t, "node", "unitlet_agent_info"); !slices.Equal(nodes, []string{a.Node}) {
+		t.Errorf("unitlet_agent_info nodes: %v, want [%s]", nodes, a.Node)
 	}
 
 	// Deleted, the Instance leaves no cgroup and no series.
 	deleteAndWait(t, inst.Name)
 	for _, h := range []string{"memory", "pids", "freezer", "unified"} {
-		if _, err := os.Stat(filepath.Join(cgroupMount, h, li.Cgroup())); !os.IsNotExist(err) {
+		if _, err := os.Stat(filepath.Join(cgrouphold.CgroupMount, h, li.Cgroup())); !os.IsNotExist(err) {
 			t.Errorf("after delete %s/%s still exists (%v)", h, li.Cgroup(), err)
 		}
 	}
 	eventually(t, "the Instance's series gone from /metrics", 30*time.Second, func() (bool, string) {
-		v := agentSample(t, a.metricsAddr, "unitlet_instance_condition", map[string]string{"instance": inst.Name})
+		v := agentSample(t, a.MetricsAddr, "unitlet_instance_condition", map[string]string{"instance": inst.Name})
 		return v == "", "still " + v
 	})
 }

@@ -20,7 +20,7 @@ import (
 // still serving) and kills, and proves gone, what belongs to nothing.
 func TestAgentRestart(t *testing.T) {
 	a := startAgent(t, "e2e-restart")
-	kept := sample(t, "hosting_v1alpha1_instance_replace.yaml", a.node)
+	kept := sample(t, "hosting_v1alpha1_instance_replace.yaml", a.Node)
 	kept.Name, kept.Spec.Host = "kept", "kept.example.com"
 	// The kept app writes all the time and dies of SIGPIPE, as most
 	// programs do, if its output breaks while the agent is away.
@@ -31,7 +31,7 @@ func TestAgentRestart(t *testing.T) {
 		"        print('tick', flush=True); time.sleep(0.05)\n" +
 		"threading.Thread(target=tick, daemon=True).start()\n" +
 		kept.Spec.Template.Args[1]
-	orphan := sample(t, "hosting_v1alpha1_instance_replace.yaml", a.node)
+	orphan := sample(t, "hosting_v1alpha1_instance_replace.yaml", a.Node)
 	orphan.Name, orphan.Spec.Host = "orphan", "orphan.example.com" // one host per Instance on a node
 	for _, inst := range []*v1.Instance{kept, orphan} {
 		if err := k8s.Create(context.Background(), inst); err != nil {
@@ -43,12 +43,12 @@ func TestAgentRestart(t *testing.T) {
 	waitServing(t, "orphan", 1)
 	pid := getGeneration(t, "kept", 1).Status.MainPID
 
-	a.stop(syscall.SIGKILL)
+	a.Stop(syscall.SIGKILL)
 	time.Sleep(time.Second) // the kept app writes ~20 lines with no agent to read them
 	// While no agent runs, the orphan's objects vanish without their lease:
 	// what the node runs for them now belongs to nothing.
 	forget(t, "orphan")
-	orphanCgroup := layout.InstanceCgroup(a.cgroupRoot, "default", "orphan")
+	orphanCgroup := layout.InstanceCgroup(a.CgroupRoot, "default", "orphan")
 	if processesUnder(t, orphanCgroup) == 0 {
 		t.Fatal("the orphan's processes died with the agent: nothing to adopt")
 	}
@@ -59,7 +59,7 @@ func TestAgentRestart(t *testing.T) {
 		t.Fatalf("no output of the kept app in %s before the restart", keptLog)
 	}
 
-	a.launch(t)
+	a.Launch(t)
 	eventually(t, "the kept app's output collected again", 30*time.Second, func() (bool, string) {
 		n := strings.Count(readFile(keptLog), "tick")
 		return n > before, fmt.Sprintf("%d tick lines, %d before the restart", n, before)
@@ -102,7 +102,7 @@ func forget(t *testing.T, name string) {
 
 func keptLogFile(t *testing.T, a *agent) string {
 	t.Helper()
-	li, err := layout.Layout{StateRoot: a.stateRoot, RunRoot: a.runRoot, CgroupRoot: a.cgroupRoot}.Instance("default", "kept")
+	li, err := layout.Layout{StateRoot: a.StateRoot, RunRoot: a.RunRoot, CgroupRoot: a.CgroupRoot}.Instance("default", "kept")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,7 @@ import (
 // runs on untouched.
 func TestSeedAndSidecar(t *testing.T) {
 	a := startAgent(t, "e2e-roles")
-	inst := sample(t, "hosting_v1alpha1_instance_replace.yaml", a.node)
+	inst := sample(t, "hosting_v1alpha1_instance_replace.yaml", a.Node)
 	inst.Name = "roles"
 	// The seed leaves a mark; the app refuses to serve without it, so a
 	// generation that started before the seed finished could never be Ready.
@@ -45,7 +45,7 @@ func TestSeedAndSidecar(t *testing.T) {
 		t.Errorf("no record of the seed on the Instance: %v", got.Annotations)
 	}
 
-	lay := layout.Layout{StateRoot: a.stateRoot, RunRoot: a.runRoot, CgroupRoot: a.cgroupRoot}
+	lay := layout.Layout{StateRoot: a.StateRoot, RunRoot: a.RunRoot, CgroupRoot: a.CgroupRoot}
 	li, err := lay.Instance("default", inst.Name)
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,8 @@
-package e2e
+// Package cgrouphold places a process in a unit's cgroup that the agent
+// cannot kill (frozen in a v1 freezer cgroup of the test's own), so a kill
+// stays unproven until the test releases it. It needs this machine's
+// hybrid hierarchies: the agent must not own the freezer cgroup.
+package cgrouphold
 
 import (
 	"errors"
@@ -12,11 +16,11 @@ import (
 	"time"
 )
 
-// cgroupMount is where this machine mounts its cgroup hierarchies, one
+// CgroupMount is where this machine mounts its cgroup hierarchies, one
 // directory each (v1 controllers, the named systemd one, unified).
-const cgroupMount = "/sys/fs/cgroup"
+const CgroupMount = "/sys/fs/cgroup"
 
-// hold is a process the agent cannot kill: /bin/sleep placed in a unit's
+// Hold is a process the agent cannot kill: /bin/sleep placed in a unit's
 // cgroup in every hierarchy but freezer, and frozen in a v1 freezer cgroup
 // of the test's own. A v1-frozen task takes SIGKILL only when thawed, and
 // the agent thaws nothing but its own freezer cgroups, so every look the
@@ -25,17 +29,18 @@ const cgroupMount = "/sys/fs/cgroup"
 // Re-adding fresh processes in a loop would not do: the agent kills and
 // looks again every ≤ 2 ms for 30 s, and one look at an empty cgroup
 // between two additions proves the kill.
-type hold struct {
-	pid     int
+type Hold struct {
+	// PID is the held process.
+	PID     int
 	freezer string
 	done    chan struct{}
 }
 
-// holdIn starts the process in cgroup (relative to each hierarchy) and
+// In starts the process in cgroup (relative to each hierarchy) and
 // checks the kernel placed it; it is killed and reaped at cleanup.
-func holdIn(t *testing.T, cgroup string) *hold {
+func In(t testing.TB, cgroup, tag string) *Hold {
 	t.Helper()
-	h := &hold{freezer: filepath.Join(cgroupMount, "freezer", "unitlet-e2e-hold-"+runID), done: make(chan struct{})}
+	h := &Hold{freezer: filepath.Join(CgroupMount, "freezer", "unitlet-hold-"+tag), done: make(chan struct{})}
 	if err := os.Mkdir(h.freezer, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -45,17 +50,17 @@ func holdIn(t *testing.T, cgroup string) *hold {
 		_ = os.Remove(h.freezer)
 		t.Fatal(err)
 	}
-	h.pid = cmd.Process.Pid
+	h.PID = cmd.Process.Pid
 	go func() { _ = cmd.Wait(); close(h.done) }() // reaped at once: no zombie
 	t.Cleanup(func() { h.end(t) })
 
 	into := map[string]string{"freezer": h.freezer}
-	entries, err := os.ReadDir(cgroupMount)
+	entries, err := os.ReadDir(CgroupMount)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, e := range entries {
-		dir := filepath.Join(cgroupMount, e.Name(), cgroup)
+		dir := filepath.Join(CgroupMount, e.Name(), cgroup)
 		if e.Name() == "freezer" {
 			continue
 		}
@@ -67,27 +72,27 @@ func holdIn(t *testing.T, cgroup string) *hold {
 		t.Fatalf("%s exists in too few hierarchies: %v", cgroup, into)
 	}
 	for _, dir := range into {
-		if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(h.pid)), 0o644); err != nil {
-			t.Fatalf("place %d in %s: %v", h.pid, dir, err)
+		if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(h.PID)), 0o644); err != nil {
+			t.Fatalf("place %d in %s: %v", h.PID, dir, err)
 		}
 	}
 	h.setFreezer(t, "FROZEN")
 	// The kernel's word on where the process is, one line per hierarchy.
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(h.pid) + "/cgroup")
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(h.PID) + "/cgroup")
 	if err != nil {
 		t.Fatal(err)
 	}
 	seen := procCgroups(string(b))
 	for name, dir := range into {
-		if want := strings.TrimPrefix(dir, filepath.Join(cgroupMount, name)); seen[name] != want {
-			t.Fatalf("process %d in %s is in %q, want %q; /proc says:\n%s", h.pid, name, seen[name], want, b)
+		if want := strings.TrimPrefix(dir, filepath.Join(CgroupMount, name)); seen[name] != want {
+			t.Fatalf("process %d in %s is in %q, want %q; /proc says:\n%s", h.PID, name, seen[name], want, b)
 		}
 	}
 	return h
 }
 
 // procCgroups maps each hierarchy, named as its directory under
-// cgroupMount, to the cgroup a /proc/<pid>/cgroup text puts the process in.
+// CgroupMount, to the cgroup a /proc/<pid>/cgroup text puts the process in.
 func procCgroups(text string) map[string]string {
 	out := map[string]string{}
 	for _, line := range strings.Split(strings.TrimSpace(text), "\n") {
@@ -109,34 +114,34 @@ func procCgroups(text string) map[string]string {
 	return out
 }
 
-func (h *hold) setFreezer(t *testing.T, state string) {
+func (h *Hold) setFreezer(t testing.TB, state string) {
 	t.Helper()
 	if err := os.WriteFile(filepath.Join(h.freezer, "freezer.state"), []byte(state), 0o644); err != nil {
 		t.Fatalf("freezer %s: %v", state, err)
 	}
 }
 
-// release thaws the process: a SIGKILL the agent sent is delivered now;
+// Release thaws the process: a SIGKILL the agent sent is delivered now;
 // else it is sent here. It waits until the process is reaped.
-func (h *hold) release(t *testing.T) {
+func (h *Hold) Release(t testing.TB) {
 	t.Helper()
 	h.setFreezer(t, "THAWED")
-	if err := syscall.Kill(h.pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
-		t.Errorf("kill %d: %v", h.pid, err)
+	if err := syscall.Kill(h.PID, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+		t.Errorf("kill %d: %v", h.PID, err)
 	}
 	select {
 	case <-h.done:
 	case <-time.After(10 * time.Second):
-		t.Fatalf("held process %d did not exit after thaw and SIGKILL", h.pid)
+		t.Fatalf("held process %d did not exit after thaw and SIGKILL", h.PID)
 	}
 }
 
 // end releases (again, harmless) and removes the freezer cgroup.
-func (h *hold) end(t *testing.T) {
+func (h *Hold) end(t testing.TB) {
 	select {
 	case <-h.done:
 	default:
-		h.release(t)
+		h.Release(t)
 	}
 	if err := os.Remove(h.freezer); err != nil && !os.IsNotExist(err) {
 		t.Errorf("remove %s: %v", h.freezer, err)
