@@ -64,6 +64,9 @@ func run(ctx context.Context, opts Options, log logr.Logger, j joining) error {
 	if err != nil {
 		return fmt.Errorf("kubernetes client configuration: %w", err)
 	}
+	if err := waitForAPI(ctx, cfg, opts.ProbeAddr, log); err != nil {
+		return fmt.Errorf("API server: %w", err)
+	}
 	// The agent's cache holds only this node's Instances and Generations,
 	// so the API server's watch, not the agent, bears the cluster's size.
 	onNode := fields.OneTermEqualSelector(hostingv1alpha1.FieldNodeName, opts.NodeName)

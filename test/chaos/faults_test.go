@@ -88,8 +88,10 @@ func TestAPIOutage(t *testing.T) {
 	if err := apiCut.Restore(); err != nil {
 		t.Fatal(err)
 	}
-	if a.Cmd.ProcessState != nil || !running(a) {
-		a.Start(t) // it gave up while the API was away: the DaemonSet starts it again
+	tally.checked(1)
+	if !a.Running() {
+		tally.broke(t, restart, "the agent started during the outage exited instead of waiting for the API server:\n%s", a.LogTail(5))
+		a.Start(t)
 	}
 	a.WaitReady(t, 90*time.Second)
 	m.waitSettled(t)
@@ -103,11 +105,6 @@ func TestAPIOutage(t *testing.T) {
 	}
 	deleteAll(t, m)
 	checkSettled(t, a, m)
-}
-
-// running says whether a's process has not exited.
-func running(a *agentproc.Agent) bool {
-	return a.Cmd != nil && a.Cmd.Process != nil && a.Cmd.Process.Signal(syscall.Signal(0)) == nil
 }
 
 // TestUnkillable: a process the agent cannot kill in the serving

@@ -29,6 +29,8 @@ type Agent struct {
 	// there wins.
 	Args []string
 	Cmd  *exec.Cmd
+	// exited closes once Cmd has ended (and is reaped).
+	exited chan struct{}
 }
 
 // New names the roots of an agent for node: a state root under the test's
@@ -74,6 +76,9 @@ func (a *Agent) Start(t testing.TB) {
 	if err := a.Cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	exited, cmd := make(chan struct{}), a.Cmd
+	a.exited = exited
+	go func() { _ = cmd.Wait(); close(exited) }()
 }
 
 // Ready reports whether /readyz answers 200, with what it said.
@@ -106,19 +111,27 @@ func (a *Agent) Stop(sig syscall.Signal) {
 		return
 	}
 	_ = a.Cmd.Process.Signal(sig)
-	done := make(chan struct{})
-	go func() { _ = a.Cmd.Wait(); close(done) }()
 	select {
-	case <-done:
+	case <-a.exited:
 	case <-time.After(15 * time.Second):
 		_ = a.Cmd.Process.Kill()
-		<-done
+		<-a.exited
 	}
 	a.Cmd = nil
 }
 
-// Running reports whether the process is started and not stopped.
-func (a *Agent) Running() bool { return a.Cmd != nil && a.Cmd.Process != nil }
+// Running reports whether the process is started and has not ended.
+func (a *Agent) Running() bool {
+	if a.Cmd == nil {
+		return false
+	}
+	select {
+	case <-a.exited:
+		return false
+	default:
+		return true
+	}
+}
 
 // Sweep kills and removes whatever the cgroup root still holds (a test
 // that failed half-way) and the run root.
