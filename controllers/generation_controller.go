@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -179,6 +180,11 @@ func (r *GenerationReconciler) start(ctx context.Context, s *genScope) (ctrl.Res
 	for _, st := range res.Steps {
 		kv = append(kv, st.Name, st.Duration.String())
 		metrics.ObservePrepareStep(st.Name, st.Duration)
+	}
+	var notPrepared *node.PrepareError
+	if res.Start.Kind == outcome.NotStarted && errors.As(res.Start.Cause, &notPrepared) {
+		s.facts.prepareErr = notPrepared // nothing was handed off: retried
+		return ctrl.Result{}, notPrepared
 	}
 	ctrl.LoggerFrom(ctx).Info("prepared and started", kv...)
 	r.handedOff.Store(gen.UID, res.Start)

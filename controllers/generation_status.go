@@ -22,6 +22,9 @@ type genFacts struct {
 	// envErr: the template's envFrom could not be read; nothing was
 	// handed off, and the start is retried.
 	envErr error
+	// prepareErr: the node could not prepare the slot (a full disk, say);
+	// nothing was handed off, and the start is retried.
+	prepareErr error
 	// prepared: the runtime prepared and was asked to start the unit now
 	// (fresh), or did so earlier in this process (the start re-applied
 	// from what was handed off).
@@ -79,6 +82,9 @@ func generationStatus(gen *v1.Generation, f genFacts) []genEvent {
 	case f.envErr != nil:
 		st.Phase = v1.PhasePending
 		set(v1.ConditionPrepared, metav1.ConditionFalse, v1.ReasonEnvUnavailable, f.envErr.Error())
+	case f.prepareErr != nil:
+		st.Phase = v1.PhasePending
+		set(v1.ConditionPrepared, metav1.ConditionFalse, v1.ReasonPrepareFailed, "retrying: "+f.prepareErr.Error())
 	}
 	if p := f.prepared; p != nil {
 		msg := "prepared"

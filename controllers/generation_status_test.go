@@ -91,6 +91,11 @@ func TestGenerationStatus(t *testing.T) {
 			facts: genFacts{envErr: errors.New("forbidden")},
 			want:  genSummary{Phase: v1.PhasePending, Conditions: []string{"Prepared=False/EnvUnavailable"}},
 		},
+		"the node could not prepare: pending, nothing handed off": {
+			gen:   genIn(""),
+			facts: genFacts{prepareErr: errors.New("no space left on device")},
+			want:  genSummary{Phase: v1.PhasePending, Conditions: []string{"Prepared=False/PrepareFailed"}},
+		},
 		"an Instance placed elsewhere": {
 			gen:   genIn(""),
 			facts: genFacts{notOnNode: "elsewhere"},

@@ -75,7 +75,7 @@ func (r *InstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_
 	}
 	s := &swap{r: r, inst: inst, gens: gens, patchBase: inst.DeepCopy()}
 	defer func() {
-		computeInstanceStatus(inst, gens, s.note, retErr == nil)
+		computeInstanceStatus(inst, gens, failedNote(s.note, retErr), retErr == nil)
 		if err := r.Client.Status().Patch(ctx, inst, client.MergeFrom(s.patchBase)); err != nil && !apierrors.IsNotFound(err) {
 			retErr = joinErr(retErr, fmt.Errorf("patch instance status: %w", err))
 		}
@@ -97,6 +97,16 @@ func (r *InstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_
 		}
 	}
 	return ctrl.Result{}, nil
+}
+
+// failedNote is n, or when the reconcile failed with nothing noted, the
+// failure itself: a node that cannot take a step (a full disk, say) says
+// so rather than "waiting". A conflict is only a stale read: not noted.
+func failedNote(n note, err error) note {
+	if err == nil || n.reason != "" || apierrors.IsConflict(err) {
+		return n
+	}
+	return note{reason: v1.ReasonReconcileFailed, reconciling: true, msg: "retrying: " + err.Error()}
 }
 
 // gateOpen stops the reconcile while the node is not hosting.

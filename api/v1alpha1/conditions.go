@@ -44,6 +44,10 @@ const (
 	// such user. Nothing of the Instance starts until that changes.
 	ReasonRootNotAllowed = "RootNotAllowed"
 	ReasonUnknownUser    = "UnknownUser"
+	// ReasonReconcileFailed: a step of the reconcile failed (the message
+	// says which and why, e.g. a full disk on the node); it is retried
+	// with backoff (Reconciling=True).
+	ReasonReconcileFailed = "ReconcileFailed"
 	// ReasonExited: the serving generation's app ended on its own.
 	ReasonExited = "Exited"
 	// ReasonRestarting: a successor with the same template replaces a
@@ -55,6 +59,10 @@ const (
 	// Generation preparation and readiness.
 	ReasonPrepared       = "Prepared"
 	ReasonEnvUnavailable = "EnvUnavailable"
+	// ReasonPrepareFailed: the node could not prepare the generation (its
+	// files, sockets or identity; the message says why); nothing was
+	// started, and it is tried again with backoff.
+	ReasonPrepareFailed  = "PrepareFailed"
 	ReasonProbing        = "Probing"
 	ReasonProbeSucceeded = "ProbeSucceeded"
 	ReasonRetired        = "Retired"

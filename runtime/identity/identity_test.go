@@ -110,3 +110,27 @@ func TestParseRange(t *testing.T) {
 		})
 	}
 }
+
+// TestUnwrittenClaimsAreFree: a claim created but never written (a crash
+// or a full disk between the two) gave its uid to no one; it must not
+// keep it, and a failed write must not leave one behind.
+func TestUnwrittenClaimsAreFree(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ids")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "5000"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := &Store{Dir: dir, Range: Range{First: 5000, Size: 1}}
+	c, err := s.Resolve("ns", "a", "", false)
+	if err != nil {
+		t.Fatalf("the only uid's claim is empty, yet: %v", err)
+	}
+	if c.UID != 5000 {
+		t.Errorf("uid %d, want 5000", c.UID)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "5000")); err != nil || string(b) != "ns/a\n" {
+		t.Errorf("claim holds %q, %v", b, err)
+	}
+}

@@ -128,6 +128,14 @@ func (s *Store) load() error {
 			return fmt.Errorf("read claim %s: %w", n, err)
 		}
 		k := strings.TrimSpace(string(b))
+		if k == "" {
+			// Created, never written (a crash or a full disk between the
+			// two): allocate returned no one this uid, so it is free.
+			if err := os.Remove(filepath.Join(s.Dir, n)); err != nil {
+				return fmt.Errorf("remove empty claim %s: %w", n, err)
+			}
+			continue
+		}
 		if old, dup := s.byKey[k]; !dup || uid < old {
 			s.byKey[k] = uid
 		}
@@ -147,5 +155,11 @@ func claim(dir string, uid int, k string) error {
 	if err == nil {
 		err = f.Sync()
 	}
-	return errors.Join(err, f.Close())
+	if err = errors.Join(err, f.Close()); err != nil {
+		// A claim not written whole is no claim: left behind, it would
+		// take the uid from the range for good (each retry of a full
+		// disk, one more).
+		_ = os.Remove(filepath.Join(dir, strconv.Itoa(uid)))
+	}
+	return err
 }

@@ -11,6 +11,14 @@ import (
 	"github.com/unitlet/unitlet/runtime/units"
 )
 
+// PrepareError is a start that failed while the slot was prepared (its
+// identity, directories, sockets, launch and env files): nothing was
+// handed off, so nothing runs, and the same start may be tried again.
+type PrepareError struct{ Err error }
+
+func (e *PrepareError) Error() string { return e.Err.Error() }
+func (e *PrepareError) Unwrap() error { return e.Err }
+
 // Start prepares the slot, writes its launch file and starts its unit.
 // A slot that was already started is not started again: its observed
 // state is returned instead, so a repeated reconcile cannot run it twice.
@@ -22,6 +30,9 @@ func (n *Node) Start(ctx context.Context, req StartRequest) StartResult {
 			"role", req.Role, "generation", req.Generation, "err", err)
 		return res
 	}
+	// What fails before anything is handed off is the node's to retry,
+	// not the template's fault: a full disk, an unreadable user database.
+	notPrepared := func(err error) StartResult { return notStarted(&PrepareError{Err: err}) }
 	p, err := n.procOf(req.Ref)
 	if err != nil {
 		return notStarted(err)
@@ -49,11 +60,11 @@ func (n *Node) Start(ctx context.Context, req StartRequest) StartResult {
 
 	cred, err := n.ids.Resolve(req.Namespace, req.Name, req.User, req.AllowRoot)
 	if err != nil {
-		return notStarted(fmt.Errorf("node: identity of %s: %w", res.Unit, err))
+		return notPrepared(fmt.Errorf("node: identity of %s: %w", res.Unit, err))
 	}
 	logFile, err := n.logFile(p.Instance(), in)
 	if err != nil {
-		return notStarted(err)
+		return notPrepared(err)
 	}
 	pr, err := prepare.Prepare(prepare.Request{
 		Instance: p.Instance(), Host: req.Host, Role: p.Role(), Generation: p.Generation(), Sidecar: p.SidecarName(),
@@ -64,7 +75,7 @@ func (n *Node) Start(ctx context.Context, req StartRequest) StartResult {
 		LogFile: logFile, Logger: n.cfg.Log,
 	})
 	if err != nil {
-		return notStarted(fmt.Errorf("node: prepare %s: %w", res.Unit, err))
+		return notPrepared(fmt.Errorf("node: prepare %s: %w", res.Unit, err))
 	}
 	for _, s := range pr.Timings.Steps {
 		res.Steps = append(res.Steps, Step{Name: s.Name, Duration: s.Took})
@@ -75,7 +86,7 @@ func (n *Node) Start(ctx context.Context, req StartRequest) StartResult {
 	argv := append(append([]string{}, req.Command...), req.Args...)
 	if err := pr.WriteLaunch(req.Host, argv, req.WorkingDir); err != nil {
 		pr.Close()
-		return notStarted(fmt.Errorf("node: launch file of %s: %w", res.Unit, err))
+		return notPrepared(fmt.Errorf("node: launch file of %s: %w", res.Unit, err))
 	}
 	// The identity is in the launch file: the trampoline drops to it
 	// after it has opened the log socket and built the sandbox as root.
