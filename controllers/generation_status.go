@@ -156,6 +156,14 @@ func generationStatus(gen *v1.Generation, f genFacts) []genEvent {
 		}
 	}
 	if k := f.kill; k != nil {
+		// Once a kill was sent, "running" is no longer known to be so.
+		if c := meta.FindStatusCondition(st.Conditions, v1.ConditionStarted); c != nil && c.Reason == v1.ReasonRunning {
+			msg := fmt.Sprintf("ran as pid %d; asked to stop, its end not proven yet (see Terminated)", st.MainPID)
+			if k.Proven {
+				msg = fmt.Sprintf("ran as pid %d, then was stopped", st.MainPID)
+			}
+			set(v1.ConditionStarted, metav1.ConditionTrue, v1.ReasonRetired, msg)
+		}
 		if !k.Proven {
 			if st.Phase != v1.PhaseRetired {
 				st.Phase = v1.PhaseRetiring

@@ -139,13 +139,13 @@ func TestGenerationStatus(t *testing.T) {
 			gen:   genIn(v1.PhaseRunning, "Started=True/Running"),
 			facts: genFacts{kill: &outcome.Kill{Reason: outcome.KillReason(v1.ReasonCgroupNotEmpty), Cause: errors.New("3 pids")}},
 			want: genSummary{Phase: v1.PhaseRetiring,
-				Conditions: []string{"Started=True/Running", "Terminated=False/CgroupNotEmpty"}, Events: []string{"Warning/KillUnproven"}},
+				Conditions: []string{"Started=True/Retired", "Terminated=False/CgroupNotEmpty"}, Events: []string{"Warning/KillUnproven"}},
 		},
 		"a kill proven": {
 			gen:   genIn(v1.PhaseRetiring, "Started=True/Running", "Ready=True/ProbeSucceeded"),
 			facts: genFacts{kill: &outcome.Kill{Proven: true}},
 			want: genSummary{Phase: v1.PhaseRetired,
-				Conditions: []string{"Ready=False/Retired", "Started=True/Running", "Terminated=True/Proven"}, Events: []string{"Normal/Retired"}},
+				Conditions: []string{"Ready=False/Retired", "Started=True/Retired", "Terminated=True/Proven"}, Events: []string{"Normal/Retired"}},
 		},
 	}
 	for name, tc := range tests {
