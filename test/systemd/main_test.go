@@ -121,6 +121,10 @@ func run(m *testing.M) int {
 	}()
 
 	unitExe = exe
+	if bus, err = startBusProxy(lay.RunRoot, sys.BusSocket()); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	log := stderrLogger()
 	rt, err := newRuntime(log)
 	if err != nil {
@@ -146,7 +150,7 @@ func run(m *testing.M) int {
 // Closing the Node closes the backend, as an agent's exit does.
 func newRuntime(log logr.Logger) (*node.Node, error) {
 	backend, err := units.NewSystemd(units.SystemdConfig{
-		Connect: sys.Conn, Exe: unitExe, CgroupDirs: hostCgroupDirs, ProofBudget: 30 * time.Second,
+		Connect: bus.connect, Exe: unitExe, CgroupDirs: hostCgroupDirs, ProofBudget: 30 * time.Second,
 		Layout: lay, Log: log.WithName("systemd"),
 	})
 	if err != nil {

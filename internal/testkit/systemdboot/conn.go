@@ -15,19 +15,25 @@ import (
 // it rejects a client outside its pid namespace. ctx bounds the setup only;
 // the caller closes the connection.
 func (s *System) Conn(ctx context.Context) (*sddbus.Conn, error) {
+	return s.ConnAt(ctx, s.BusSocket())
+}
+
+// ConnAt is Conn through socket, a path that leads to BusSocket (a proxy
+// of the test's own, say).
+func (s *System) ConnAt(ctx context.Context, socket string) (*sddbus.Conn, error) {
 	type result struct {
 		c   *sddbus.Conn
 		err error
 	}
 	ch := make(chan result, 1)
 	go func() {
-		c, err := sddbus.NewConnection(s.dialBus)
+		c, err := sddbus.NewConnection(func() (*godbus.Conn, error) { return dialBus(socket) })
 		ch <- result{c, err}
 	}()
 	select {
 	case r := <-ch:
 		if r.err != nil {
-			return nil, fmt.Errorf("systemdboot: connect %s: %w", s.BusSocket(), r.err)
+			return nil, fmt.Errorf("systemdboot: connect %s: %w", socket, r.err)
 		}
 		return r.c, nil
 	case <-ctx.Done():
@@ -36,13 +42,13 @@ func (s *System) Conn(ctx context.Context) (*sddbus.Conn, error) {
 				r.c.Close()
 			}
 		}()
-		return nil, fmt.Errorf("systemdboot: connect %s: %w", s.BusSocket(), ctx.Err())
+		return nil, fmt.Errorf("systemdboot: connect %s: %w", socket, ctx.Err())
 	}
 }
 
 // dialBus opens one authenticated bus connection.
-func (s *System) dialBus() (*godbus.Conn, error) {
-	c, err := godbus.Dial("unix:path=" + s.BusSocket())
+func dialBus(socket string) (*godbus.Conn, error) {
+	c, err := godbus.Dial("unix:path=" + socket)
 	if err != nil {
 		return nil, err
 	}
