@@ -85,6 +85,15 @@ test-cluster: deps control-plane cluster-binaries image node-vm-image ## Only te
 test-node: deps control-plane build node-vm-image ## Only test/node: the agent with the DaemonSet's flags in the Debian node VM.
 	go test -count=1 -timeout 30m -v -run TestNode ./test/node/
 
+# The chaos suite's size; `make test` runs its short form (30 cycles, a
+# 10 s outage). CHAOS_SEED=N replays a run (the seed is printed first).
+CHAOS_CYCLES ?= 240
+CHAOS_OUTAGE ?= 60s
+
+.PHONY: chaos
+chaos: deps control-plane build ## Faults against real agents: SIGKILLs over create/swap/suspend/delete cycles, an API outage, an unkillable kill, a full disk, two agents on one node name; prints a report.
+	CHAOS_CYCLES=$(CHAOS_CYCLES) CHAOS_OUTAGE=$(CHAOS_OUTAGE) go test -count=1 -timeout 90m -v ./test/chaos/
+
 .PHONY: fuzz
 fuzz: ## Short runs of every fuzz target (seeds are in testdata/fuzz).
 	@hack/fuzz.sh $(FUZZTIME)

@@ -20,7 +20,7 @@ import (
 
 // checkSettled compares, once m is settled, everything the API says about
 // a's node with what the node holds.
-func checkSettled(t *testing.T, a *agentproc.Agent, m *model) {
+func checkSettled(t testing.TB, a *agentproc.Agent, m *model) {
 	t.Helper()
 	ctx := context.Background()
 	n := 0
@@ -52,7 +52,7 @@ func checkSettled(t *testing.T, a *agentproc.Agent, m *model) {
 
 // checkInstance checks one Instance that exists and its generations; it
 // returns how many checks it made.
-func checkInstance(t *testing.T, ctx context.Context, a *agentproc.Agent, name string, d desired) int {
+func checkInstance(t testing.TB, ctx context.Context, a *agentproc.Agent, name string, d desired) int {
 	t.Helper()
 	inst := &v1.Instance{}
 	if err := k8s.Get(ctx, client.ObjectKey{Namespace: testutil.Namespace, Name: name}, inst); err != nil {
@@ -93,7 +93,7 @@ func checkInstance(t *testing.T, ctx context.Context, a *agentproc.Agent, name s
 }
 
 // checkGeneration holds one Generation's conditions against its cgroup.
-func checkGeneration(t *testing.T, a *agentproc.Agent, g *v1.Generation) int {
+func checkGeneration(t testing.TB, a *agentproc.Agent, g *v1.Generation) int {
 	t.Helper()
 	pids := pidsUnder(genCgroup(a, g.Spec.Instance, g.Spec.Number))
 	id := fmt.Sprintf("%s generation %d", g.Spec.Instance, g.Spec.Number)
