@@ -64,6 +64,7 @@ func run(ctx context.Context, opts Options, log logr.Logger, j joining) error {
 	if err != nil {
 		return fmt.Errorf("kubernetes client configuration: %w", err)
 	}
+	cfg.QPS, cfg.Burst = opts.APIQPS, opts.APIBurst
 	if err := waitForAPI(ctx, cfg, opts.ProbeAddr, log); err != nil {
 		return fmt.Errorf("API server: %w", err)
 	}

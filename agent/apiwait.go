@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"sync"
 	"time"
 
@@ -14,11 +13,13 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// apiBackoff spaces the agent's attempts to reach an API server that does
-// not answer at start: from 1 s, doubling to 10 s, for as long as it
-// takes (as the kubelet keeps trying; an agent that exited instead would
-// wait out its container's CrashLoopBackOff once the API is back).
-var apiBackoff = wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.1, Cap: 10 * time.Second, Steps: math.MaxInt32}
+// apiRetry spaces the agent's attempts to reach an API server that does
+// not answer at start, for as long as it takes (as the kubelet keeps
+// trying; an agent that exited instead would wait out its container's
+// CrashLoopBackOff once the API is back). A version request every 2 s
+// costs the API server nothing. (A wait.Backoff with a Cap would end at
+// the cap: its steps drop to zero there.)
+const apiRetry = 2 * time.Second
 
 // waitForAPI returns once the API server answers (its version), or when
 // ctx ends. Meanwhile the probes are served: /healthz 200, /readyz and
@@ -55,7 +56,7 @@ func waitForAPI(ctx context.Context, cfg *rest.Config, probeAddr string, log log
 	go func() {
 		served <- (&probeServer{addr: probeAddr, ready: waiting, hosting: waiting}).Start(pctx)
 	}()
-	err = wait.ExponentialBackoffWithContext(ctx, apiBackoff, reached)
+	err = wait.PollUntilContextCancel(ctx, apiRetry, false, reached)
 	stop()
 	// The manager's own probe server listens on the same address next.
 	if serr := <-served; serr != nil {

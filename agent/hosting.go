@@ -43,14 +43,8 @@ func setupHosting(mgr ctrl.Manager, opts Options) error {
 	log.Info("node runtime ready", "unitBackend", backend)
 	metrics.SetAgentInfo(opts.NodeName, Version, backend)
 	recorder := mgr.GetEventRecorder("unitlet-agent")
-	if err := controllers.SetupHosting(mgr, controllers.Hosting{
+	return controllers.SetupHosting(mgr, controllers.Hosting{
 		Runtime: rt, NodeName: opts.NodeName, Recorder: recorder, Gate: opts.Gate, Grace: stopGrace,
-	}); err != nil {
-		return err
-	}
-	return mgr.Add(&controllers.Adopter{
-		Client: mgr.GetClient(), Cache: mgr.GetCache(), Runtime: rt, NodeName: opts.NodeName,
-		Recorder: recorder, Grace: stopGrace, Log: mgr.GetLogger().WithName("adopt"),
 	})
 }
 

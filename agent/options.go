@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strconv"
 
 	"github.com/unitlet/unitlet/internal/hostgate"
 	"github.com/unitlet/unitlet/runtime/identity"
@@ -32,6 +33,10 @@ type Options struct {
 	MetricsAddr       string
 	MetricsSecure     bool
 	LogDevelopment    bool
+	// APIQPS and APIBurst bound the agent's requests to the API server,
+	// as the kubelet's --kube-api-qps and --kube-api-burst do.
+	APIQPS   float32
+	APIBurst int
 
 	// SocketGroup owns the run dirs and sockets; the guard requires it.
 	SocketGroup string
@@ -70,6 +75,16 @@ func Parse(args []string) (Options, error) {
 		o.AppIDs, err = identity.ParseRange(v)
 		return err
 	})
+	o.APIQPS = 50
+	fs.Func("kube-api-qps", "requests per second the agent may send the API server (default 50, the kubelet's)", func(v string) error {
+		q, err := strconv.ParseFloat(v, 32)
+		if err != nil || q <= 0 {
+			return fmt.Errorf("want a positive number, got %q", v)
+		}
+		o.APIQPS = float32(q)
+		return nil
+	})
+	fs.IntVar(&o.APIBurst, "kube-api-burst", 100, "requests the agent may send at once above --kube-api-qps (the kubelet's default)")
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "address of the metrics endpoint; 0 disables it")
 	fs.BoolVar(&o.MetricsSecure, "metrics-secure", true, "serve metrics over HTTPS to callers the API server authenticates and authorizes (GET /metrics); false serves plain HTTP")

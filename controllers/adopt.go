@@ -30,10 +30,16 @@ type Adopter struct {
 	Recorder events.EventRecorder
 	Grace    time.Duration
 	Log      logr.Logger
+	// done closes when adoption is over: the reconcilers wait for it, so
+	// a fence it restores from the cache never undoes a newer promotion.
+	done chan struct{}
 }
 
 // Start implements manager.Runnable.
 func (a *Adopter) Start(ctx context.Context) error {
+	if a.done != nil {
+		defer close(a.done)
+	}
 	if !a.Cache.WaitForCacheSync(ctx) {
 		return nil // stopping
 	}
@@ -131,3 +137,21 @@ func (a *Adopter) event(typ, reason, note string, args ...any) {
 	}
 	a.Recorder.Eventf(enr, nil, typ, reason, "Adopt", note, args...)
 }
+
+// adoptionOver reports whether the Adopter has finished (always, when
+// there is none).
+func adoptionOver(done <-chan struct{}) bool {
+	if done == nil {
+		return true
+	}
+	select {
+	case <-done:
+		return true
+	default:
+		return false
+	}
+}
+
+// adoptionWait is how soon a reconcile that came before the end of
+// adoption looks again.
+const adoptionWait = 200 * time.Millisecond

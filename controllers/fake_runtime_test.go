@@ -26,6 +26,8 @@ type fakeRuntime struct {
 	running  map[node.Ref]bool
 	exits    map[node.Ref]*outcome.Exit
 	events   chan node.Ref
+	// listGate, when set, holds List (the adoption) until it is closed.
+	listGate chan struct{}
 	// refEnv is the Secret/ConfigMap env of each slot's last start.
 	refEnv map[node.Ref]map[string]string
 }
@@ -185,7 +187,14 @@ func (f *fakeRuntime) Remove(_ context.Context, inst node.InstanceRef) error {
 
 // List returns every slot the fake holds: running, or exited and not yet
 // retired.
-func (f *fakeRuntime) List(context.Context) ([]node.Ref, error) {
+func (f *fakeRuntime) List(ctx context.Context) ([]node.Ref, error) {
+	if f.listGate != nil {
+		select {
+		case <-f.listGate:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var out []node.Ref

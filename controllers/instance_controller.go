@@ -31,7 +31,9 @@ import (
 // the old one gone first. Status is computed in one place (instanceStatus)
 // and patched once, in a defer.
 type InstanceReconciler struct {
-	Client client.Client
+	// adopted closes once the node's adoption is over (nil: none).
+	adopted <-chan struct{}
+	Client  client.Client
 	// Reader reads the Secrets and ConfigMaps a seed or sidecar's envFrom
 	// names, uncached (the agent caches none of them).
 	Reader   client.Reader
@@ -58,6 +60,9 @@ type InstanceReconciler struct {
 
 // Reconcile reads as the list of phases an Instance goes through.
 func (r *InstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
+	if !adoptionOver(r.adopted) {
+		return ctrl.Result{RequeueAfter: adoptionWait}, nil
+	}
 	inst := &v1.Instance{}
 	if err := r.Client.Get(ctx, req.NamespacedName, inst); err != nil {
 		if apierrors.IsNotFound(err) {

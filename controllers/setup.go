@@ -44,15 +44,24 @@ type Backoff struct{ Initial, Max time.Duration }
 // here, so none runs them wired differently.
 func SetupHosting(mgr ctrl.Manager, h Hosting) error {
 	roleEvents := make(chan event.TypedGenericEvent[*v1.Instance], 64)
+	// Adoption first: it restores each Instance's fence from the cache,
+	// which must not undo a promotion a reconcile made meanwhile.
+	adopted := make(chan struct{})
+	if err := mgr.Add(&Adopter{
+		Client: mgr.GetClient(), Cache: mgr.GetCache(), Runtime: h.Runtime, NodeName: h.NodeName,
+		Recorder: h.Recorder, Grace: h.Grace, Log: mgr.GetLogger().WithName("adopt"), done: adopted,
+	}); err != nil {
+		return fmt.Errorf("adopter: %w", err)
+	}
 	if err := (&InstanceReconciler{
 		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Runtime: h.Runtime, NodeName: h.NodeName,
-		Recorder: h.Recorder, Gate: h.Gate, RoleEvents: roleEvents, SidecarBackoff: h.SidecarBackoff,
+		Recorder: h.Recorder, Gate: h.Gate, RoleEvents: roleEvents, SidecarBackoff: h.SidecarBackoff, adopted: adopted,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("instance controller: %w", err)
 	}
 	if err := (&GenerationReconciler{
 		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Runtime: h.Runtime, NodeName: h.NodeName,
-		Recorder: h.Recorder, Gate: h.Gate, Grace: h.Grace, ProbeInterval: h.ProbeInterval, ObserveEvery: h.ObserveEvery, RoleEvents: roleEvents,
+		Recorder: h.Recorder, Gate: h.Gate, Grace: h.Grace, ProbeInterval: h.ProbeInterval, ObserveEvery: h.ObserveEvery, RoleEvents: roleEvents, adopted: adopted,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("generation controller: %w", err)
 	}

@@ -3,7 +3,9 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"k8s.io/utils/ptr"
 	"os"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sort"
 	"strings"
 	"testing"
@@ -76,6 +78,8 @@ func startAgent(ctx context.Context, name string, rt nodeRuntime) error {
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
 		Scheme:  scheme.New(),
 		Metrics: metricsserver.Options{BindAddress: "0"},
+		// A test may run a second agent (another node) in this process.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			&v1.Instance{}: {Field: onNode}, &v1.Generation{}: {Field: onNode},
 		}},
