@@ -94,6 +94,14 @@ CHAOS_OUTAGE ?= 60s
 chaos: deps control-plane build ## Faults against real agents: SIGKILLs over create/swap/suspend/delete cycles, an API outage, an unkillable kill, a full disk, two agents on one node name; prints a report.
 	CHAOS_CYCLES=$(CHAOS_CYCLES) CHAOS_OUTAGE=$(CHAOS_OUTAGE) go test -count=1 -timeout 90m -v ./test/chaos/
 
+# The bench's size: N Instances applied in one go (BENCH_ARGS adds flags,
+# e.g. -idle 10s -raw=false).
+BENCH_N ?= 1000
+
+.PHONY: bench
+bench: deps control-plane build ## Whole-system figures: N Instances applied, swapped and deleted; the raw primitives beside them (docs/benchmarks.md).
+	go run ./hack/bench -n $(BENCH_N) $(BENCH_ARGS)
+
 .PHONY: fuzz
 fuzz: ## Short runs of every fuzz target (seeds are in testdata/fuzz).
 	@hack/fuzz.sh $(FUZZTIME)

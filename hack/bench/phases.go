@@ -1,0 +1,286 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/unitlet/unitlet/api/v1alpha1"
+	"github.com/unitlet/unitlet/internal/metrics"
+)
+
+func instanceName(prefix string, i int) string { return fmt.Sprintf("%s-%04d", prefix, i) }
+
+func benchInstance(name, salt string, app string) *v1.Instance {
+	return &v1.Instance{
+		ObjectMeta: metav1.ObjectMeta{Namespace: benchNS, Name: name},
+		Spec: v1.InstanceSpec{
+			Host: name + ".bench.test", NodeName: nodeName, Strategy: v1.StrategyOverlap,
+			Template: v1.Template{
+				Command: []string{app}, Env: []v1.EnvVar{{Name: "SALT", Value: salt}},
+				Tier:      v1.Tier{Memory: resource.MustParse("16Mi"), CPU: resource.MustParse("50m"), Pids: 16},
+				Readiness: &v1.Readiness{HTTPGet: &v1.HTTPGetProbe{Path: "/healthz"}, TimeoutSeconds: 60},
+			},
+		},
+	}
+}
+
+// served: Ready, serving generation want, and nothing else of it still
+// retiring (Reconciling gone).
+func served(want int64) func(*v1.Instance) bool {
+	return func(i *v1.Instance) bool {
+		return i.Status.ActiveGeneration == want && i.Status.ObservedGeneration == i.Generation &&
+			meta.IsStatusConditionTrue(i.Status.Conditions, v1.ConditionReady) &&
+			meta.FindStatusCondition(i.Status.Conditions, v1.ConditionReconciling) == nil
+	}
+}
+
+// tracker watches the bench's Instances and records when each first met
+// a condition (or was deleted: gone).
+type tracker struct {
+	mu   sync.Mutex
+	met  map[string]time.Time
+	want map[string]bool
+	all  chan struct{}
+}
+
+// track starts a watch before the phase acts, so nothing is missed;
+// cond nil waits for deletion.
+func (h *harness) track(ctx context.Context, names []string, cond func(*v1.Instance) bool) (*tracker, func(), error) {
+	tr := &tracker{met: map[string]time.Time{}, want: map[string]bool{}, all: make(chan struct{})}
+	for _, n := range names {
+		tr.want[n] = true
+	}
+	w, err := h.c.Watch(ctx, &v1.InstanceList{}, client.InNamespace(benchNS))
+	if err != nil {
+		return nil, nil, err
+	}
+	go func() {
+		for ev := range w.ResultChan() {
+			inst, ok := ev.Object.(*v1.Instance)
+			if !ok || !tr.want[inst.Name] {
+				continue
+			}
+			hit := (cond == nil && ev.Type == watch.Deleted) || (cond != nil && ev.Type != watch.Deleted && cond(inst))
+			if hit {
+				tr.hit(inst.Name, time.Now())
+			}
+		}
+	}()
+	return tr, w.Stop, nil
+}
+
+func (t *tracker) hit(name string, at time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, seen := t.met[name]; seen {
+		return
+	}
+	t.met[name] = at
+	if len(t.met) == len(t.want) {
+		close(t.all)
+	}
+}
+
+// wait returns when every name met the condition, or at the limit; it
+// says how far it got every 30 s.
+func (t *tracker) wait(ctx context.Context, limit time.Duration) error {
+	t0 := time.Now()
+	tick := time.NewTicker(30 * time.Second)
+	defer tick.Stop()
+	end := time.After(limit)
+	for {
+		select {
+		case <-t.all:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+			t.mu.Lock()
+			fmt.Printf("bench:   %d of %d after %s\n", len(t.met), len(t.want), time.Since(t0).Round(time.Second))
+			t.mu.Unlock()
+		case <-end:
+			t.mu.Lock()
+			defer t.mu.Unlock()
+			var missing []string
+			for n := range t.want {
+				if _, ok := t.met[n]; !ok && len(missing) < 5 {
+					missing = append(missing, n)
+				}
+			}
+			return fmt.Errorf("%d of %d reached within %s; not %v", len(t.met), len(t.want), limit, missing)
+		}
+	}
+}
+
+func (t *tracker) times() map[string]time.Time {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make(map[string]time.Time, len(t.met))
+	for k, v := range t.met {
+		out[k] = v
+	}
+	return out
+}
+
+// parallel runs f for each name on 32 workers and records when each call
+// began.
+func parallel(names []string, f func(string) error) (map[string]time.Time, error) {
+	began := make(map[string]time.Time, len(names))
+	var mu sync.Mutex
+	var first error
+	work := make(chan string)
+	var wg sync.WaitGroup
+	for range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := range work {
+				at := time.Now()
+				err := f(n)
+				mu.Lock()
+				began[n] = at
+				if err != nil && first == nil {
+					first = fmt.Errorf("%s: %w", n, err)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	for _, n := range names {
+		work <- n
+	}
+	close(work)
+	wg.Wait()
+	return began, first
+}
+
+// measured runs act under a tracker for cond and fills a phase's figures.
+func (h *harness) measured(ctx context.Context, names []string, cond func(*v1.Instance) bool, act func(string) error) (phase, error) {
+	var p phase
+	tr, stop, err := h.track(ctx, names, cond)
+	if err != nil {
+		return p, err
+	}
+	defer stop()
+	cpu0, _, _ := h.agentUsage()
+	req0, _ := h.apiRequests()
+	t0 := time.Now()
+	began, err := parallel(names, act)
+	if err != nil {
+		return p, err
+	}
+	werr := tr.wait(ctx, h.o.phaseLimit)
+	p.All = time.Since(t0).Seconds()
+	cpu1, rss, _ := h.agentUsage()
+	req1, _ := h.apiRequests()
+	p.AgentCPU, p.AgentPeakRSS = (cpu1 - cpu0).Seconds(), rss
+	p.APIRequestsPerInstance = (req1 - req0) / float64(len(names))
+	var lat []time.Duration
+	for n, at := range tr.times() {
+		lat = append(lat, at.Sub(began[n]))
+	}
+	p.P50, p.P90, p.P99 = percentiles(lat)
+	p.Reached = len(lat)
+	return p, werr
+}
+
+func names(prefix string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = instanceName(prefix, i)
+	}
+	return out
+}
+
+func phaseCreate(ctx context.Context, h *harness, r *results) error {
+	var err error
+	r.Create, err = h.measured(ctx, names("app", h.o.n), served(1), func(n string) error {
+		return h.c.Create(ctx, benchInstance(n, "1", h.app))
+	})
+	r.PlatformMiBPerInstance, r.AppMiBPerInstance = h.nodeMemory(h.o.n)
+	sum, _ := h.metric(metrics.NameStartDuration + "_sum")
+	count, _ := h.metric(metrics.NameStartDuration + "_count")
+	if count > 0 {
+		r.AgentStartMean = sum / count
+	}
+	return err
+}
+
+// phaseIdle watches the settled agent: API requests and CPU per minute.
+func phaseIdle(ctx context.Context, h *harness, r *results) error {
+	cpu0, _, err := h.agentUsage()
+	if err != nil {
+		return err
+	}
+	req0, err := h.apiRequests()
+	if err != nil {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(h.o.idle):
+	}
+	cpu1, _, _ := h.agentUsage()
+	req1, _ := h.apiRequests()
+	min := h.o.idle.Minutes()
+	r.IdleAPIRequestsPerMin, r.IdleCPUPerMin = (req1-req0)/min, (cpu1-cpu0).Seconds()/min
+	return nil
+}
+
+func phaseSwap(ctx context.Context, h *harness, r *results) error {
+	var err error
+	r.Swap, err = h.measured(ctx, names("app", h.o.n), served(2), func(n string) error {
+		inst := &v1.Instance{ObjectMeta: metav1.ObjectMeta{Namespace: benchNS, Name: n}}
+		patch := []byte(`{"spec":{"template":{"env":[{"name":"SALT","value":"2"}]}}}`)
+		return h.c.Patch(ctx, inst, client.RawPatch("application/merge-patch+json", patch))
+	})
+	return err
+}
+
+func phaseDelete(ctx context.Context, h *harness, r *results) error {
+	var err error
+	r.Delete, err = h.measured(ctx, names("app", h.o.n), nil, func(n string) error {
+		return h.c.Delete(ctx, &v1.Instance{ObjectMeta: metav1.ObjectMeta{Namespace: benchNS, Name: n}})
+	})
+	r.LeftAfterDelete = h.leftovers()
+	return err
+}
+
+func phaseBatch(ctx context.Context, h *harness, r *results) error {
+	ns := names("batch", h.o.batch)
+	var err error
+	if r.BatchCreate, err = h.measured(ctx, ns, served(1), func(n string) error {
+		return h.c.Create(ctx, benchInstance(n, "1", h.app))
+	}); err != nil {
+		return err
+	}
+	_, err = h.measured(ctx, ns, nil, func(n string) error {
+		return h.c.Delete(ctx, &v1.Instance{ObjectMeta: metav1.ObjectMeta{Namespace: benchNS, Name: n}})
+	})
+	return err
+}
+
+// leftovers counts what the node still holds under the agent's roots.
+func (h *harness) leftovers() []string {
+	var out []string
+	for _, dir := range []string{filepath.Join("/sys/fs/cgroup/pids", h.lay.CgroupRoot), filepath.Join(h.lay.StateRoot, "instances", benchNS), filepath.Join(h.lay.RunRoot, benchNS)} {
+		ents, _ := os.ReadDir(dir)
+		for _, e := range ents {
+			if e.IsDir() {
+				out = append(out, filepath.Join(dir, e.Name()))
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	ocgroups "github.com/opencontainers/cgroups"
+)
+
+// phase is one phase's figures, from the client side.
+type phase struct {
+	// All: seconds from the first request until every Instance met the
+	// phase's condition; Reached: how many did.
+	All     float64 `json:"allSeconds"`
+	Reached int     `json:"reached"`
+	// P50..P99: per-Instance request → condition, seconds.
+	P50 float64 `json:"p50Seconds"`
+	P90 float64 `json:"p90Seconds"`
+	P99 float64 `json:"p99Seconds"`
+	// The agent over the phase.
+	AgentCPU               float64 `json:"agentCPUSeconds"`
+	AgentPeakRSS           int64   `json:"agentPeakRSSBytes"`
+	APIRequestsPerInstance float64 `json:"apiRequestsPerInstance"`
+}
+
+// raw is a baseline: N starts of the primitive, all ready.
+type raw struct {
+	All      float64 `json:"allSeconds"`
+	PerStart float64 `json:"perStartSeconds"`
+}
+
+type results struct {
+	Date                   string   `json:"date"`
+	N                      int      `json:"n"`
+	Batch                  int      `json:"batch"`
+	Create                 phase    `json:"create"`
+	Swap                   phase    `json:"swap"`
+	Delete                 phase    `json:"delete"`
+	BatchCreate            phase    `json:"batchCreate"`
+	LeftAfterDelete        []string `json:"leftAfterDelete"`
+	IdleAPIRequestsPerMin  float64  `json:"idleAPIRequestsPerMinute"`
+	IdleCPUPerMin          float64  `json:"idleCPUSecondsPerMinute"`
+	PlatformMiBPerInstance float64  `json:"platformMiBPerInstance"`
+	AppMiBPerInstance      float64  `json:"appMiBPerInstance"`
+	AgentStartMean         float64  `json:"agentStartMeanSeconds"`
+	RawForkExec            *raw     `json:"rawForkExec,omitempty"`
+	RawSystemd             *raw     `json:"rawSystemd,omitempty"`
+}
+
+func percentiles(d []time.Duration) (p50, p90, p99 float64) {
+	if len(d) == 0 {
+		return 0, 0, 0
+	}
+	slices.Sort(d)
+	at := func(q float64) float64 {
+		i := int(math.Ceil(q*float64(len(d)))) - 1
+		return d[max(i, 0)].Seconds()
+	}
+	return at(0.5), at(0.9), at(0.99)
+}
+
+// nodeMemory is the proportional memory (PSS) per Instance of what the
+// platform keeps on the node (shims) and of the apps themselves, read
+// from every process in the agent's cgroup root.
+func (h *harness) nodeMemory(n int) (platform, app float64) {
+	pids, _ := ocgroups.GetAllPids(filepath.Join("/sys/fs/cgroup/pids", h.lay.CgroupRoot))
+	var p, a int64
+	for _, pid := range pids {
+		pss := rollupKiB(pid, "Pss")
+		comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+		if strings.TrimSpace(string(comm)) == "app" {
+			a += pss
+		} else {
+			p += pss
+		}
+	}
+	return float64(p) / 1024 / float64(n), float64(a) / 1024 / float64(n)
+}
+
+func rollupKiB(pid int, key string) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, key+":"); ok {
+			var n int64
+			fmt.Sscan(strings.TrimSpace(v), &n)
+			return n
+		}
+	}
+	return 0
+}
+
+// table renders the results with the targets of issue 15 beside them.
+func (r *results) table() string {
+	var b strings.Builder
+	row := func(what, got, target string) { fmt.Fprintf(&b, "| %-44s | %-26s | %-14s |\n", what, got, target) }
+	fmt.Fprintf(&b, "\nunitlet bench, N=%d, %s\n\n", r.N, r.Date)
+	row("figure", "measured", "target")
+	row(strings.Repeat("-", 44), strings.Repeat("-", 26), strings.Repeat("-", 14))
+	ph := func(name string, p phase, target string) {
+		row(name+": all done", fmt.Sprintf("%.1f s (%d/%d)", p.All, p.Reached, r.N), target)
+		row(name+": per Instance p50/p90/p99", fmt.Sprintf("%.2f/%.2f/%.2f s", p.P50, p.P90, p.P99), "")
+		row(name+": agent CPU, API requests per Instance", fmt.Sprintf("%.1f s, %.1f", p.AgentCPU, p.APIRequestsPerInstance), "")
+	}
+	ph("create", r.Create, "≤ 15 s")
+	ph("overlap swap", r.Swap, "")
+	ph("delete", r.Delete, "≤ 15 s")
+	row("left on the node after delete", fmt.Sprint(len(r.LeftAfterDelete)), "0")
+	row(fmt.Sprintf("batch of %d: apply→Ready p50/p90/p99", r.Batch), fmt.Sprintf("%.2f/%.2f/%.2f s", r.BatchCreate.P50, r.BatchCreate.P90, r.BatchCreate.P99), "p99 ≤ 1 s")
+	row("idle agent: API requests/min", fmt.Sprintf("%.1f", r.IdleAPIRequestsPerMin), "0")
+	row("idle agent: CPU s/min", fmt.Sprintf("%.2f", r.IdleCPUPerMin), "≤ 0.5")
+	row("agent peak RSS", fmt.Sprintf("%.0f MiB", float64(max(r.Create.AgentPeakRSS, r.Swap.AgentPeakRSS, r.Delete.AgentPeakRSS))/(1<<20)), "≤ 64 MiB")
+	row("platform memory per Instance (PSS)", fmt.Sprintf("%.2f MiB (app: %.2f)", r.PlatformMiBPerInstance, r.AppMiBPerInstance), "≤ 1 MiB")
+	row("agent's start, mean (its own metric)", fmt.Sprintf("%.1f ms", r.AgentStartMean*1000), "")
+	if rf := r.RawForkExec; rf != nil {
+		row("raw fork/exec into cgroups: all ready", fmt.Sprintf("%.1f s (%.1f ms each)", rf.All, rf.PerStart*1000), "")
+		row("create all / raw fork/exec all", ratio(r.Create.All, rf.All), "")
+		row("agent's start / raw fork/exec, per start", ratio(r.AgentStartMean, rf.PerStart), "≤ 1.5×")
+	}
+	if rs := r.RawSystemd; rs != nil {
+		row("raw StartTransientUnit: all ready", fmt.Sprintf("%.1f s (%.1f ms each)", rs.All, rs.PerStart*1000), "")
+		row("create all / raw systemd all", ratio(r.Create.All, rs.All), "")
+	}
+	return b.String()
+}
+
+func ratio(a, b float64) string {
+	if b == 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.1f×", a/b)
+}
