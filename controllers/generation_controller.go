@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"sync"
 	"time"
 
@@ -98,7 +99,7 @@ func (r *GenerationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 			r.event(gen, e.typ, e.reason, e.action, "%s", e.msg)
 		}
 		gen.Status.ObservedGeneration = gen.Generation
-		if err := r.Client.Status().Patch(ctx, gen, client.MergeFrom(before)); err != nil && !apierrors.IsNotFound(err) {
+		if err := patchStatus(ctx, r.Client, gen, before, !equality.Semantic.DeepEqual(before.Status, gen.Status)); err != nil {
 			retErr = joinErr(retErr, fmt.Errorf("patch generation status: %w", err))
 		}
 		r.phases.set(req.NamespacedName, gen.Status.Phase)

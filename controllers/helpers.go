@@ -1,11 +1,13 @@
 package controllers
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
 
 	"golang.org/x/sys/unix"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
@@ -102,4 +104,17 @@ func exitText(e *outcome.Exit) string {
 		return "no exit record"
 	}
 	return describeExit(e)
+}
+
+// patchStatus sends obj's status as a merge patch from before, only when
+// it changed: a reconcile that learned nothing new (a periodic look at a
+// settled generation) makes no request. A vanished object is no error.
+func patchStatus(ctx context.Context, c client.Client, obj, before client.Object, changed bool) error {
+	if !changed {
+		return nil
+	}
+	if err := c.Status().Patch(ctx, obj, client.MergeFrom(before)); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	return nil
 }

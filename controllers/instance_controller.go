@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -81,7 +82,7 @@ func (r *InstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_
 	s := &swap{r: r, inst: inst, gens: gens, patchBase: inst.DeepCopy()}
 	defer func() {
 		computeInstanceStatus(inst, gens, failedNote(s.note, retErr), retErr == nil)
-		if err := r.Client.Status().Patch(ctx, inst, client.MergeFrom(s.patchBase)); err != nil && !apierrors.IsNotFound(err) {
+		if err := patchStatus(ctx, r.Client, inst, s.patchBase, !equality.Semantic.DeepEqual(s.patchBase.Status, inst.Status)); err != nil {
 			retErr = joinErr(retErr, fmt.Errorf("patch instance status: %w", err))
 		}
 		if controllerutil.ContainsFinalizer(inst, v1.Finalizer) {

@@ -2,14 +2,21 @@ package cgroups
 
 import (
 	"context"
+	"errors"
+	"os"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-// watchPoll is how often a watch looks without a notification: the
-// only wake-up on v1, the fallback where inotify is missing or quiet.
+// watchPoll is how often a watch looks where it has no notification
+// (plain v1, no cgroup2 hierarchy beside it).
 const watchPoll = 100 * time.Millisecond
+
+// watchQuiet is how often a notified watch looks anyway: a safety net,
+// not the way it learns (inotify on cgroup.events does), so that an idle
+// node's watches cost no wake-ups worth counting.
+const watchQuiet = 10 * time.Second
 
 func (m *instance) WatchEmpty(ctx context.Context, child string) (<-chan struct{}, error) {
 	if err := checkChild(child); err != nil {
@@ -21,24 +28,20 @@ func (m *instance) WatchEmpty(ctx context.Context, child string) (<-chan struct{
 // watchEmpty closes the returned channel once rel is seen empty or gone
 // (at once if it already is). It gives up silently when ctx ends; the
 // caller selects on ctx too. Wake-ups come from inotify on cgroup.events
-// where a cgroup2 hierarchy has one, else from polling every poll; either
-// way the verdict is the driver's own emptiness check.
+// where a cgroup2 hierarchy has one (read through Go's poller: a waiting
+// watch holds no thread and wakes for nothing), else from polling every
+// poll; either way the verdict is the driver's own emptiness check.
 func watchEmpty(ctx context.Context, d driver, rel string, poll time.Duration) <-chan struct{} {
 	ch := make(chan struct{})
-	fd := -1
-	if ev := d.eventsFile(rel); ev != "" {
-		if f, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK); err == nil {
-			if _, err := unix.InotifyAddWatch(f, ev, unix.IN_MODIFY); err == nil {
-				fd = f
-			} else {
-				unix.Close(f)
-			}
-		}
-	}
+	events := openEvents(d.eventsFile(rel))
 	go func() {
-		if fd >= 0 {
-			defer unix.Close(fd)
+		if events != nil {
+			defer events.Close()
+			// Ending ctx ends a read in progress.
+			stop := context.AfterFunc(ctx, func() { _ = events.SetReadDeadline(time.Unix(1, 0)) })
+			defer stop()
 		}
+		buf := make([]byte, 4096)
 		for {
 			if pop, err := d.populated(rel); (err == nil && !pop) || !d.exists(rel) {
 				close(ch)
@@ -47,40 +50,47 @@ func watchEmpty(ctx context.Context, d driver, rel string, poll time.Duration) <
 			if ctx.Err() != nil {
 				return
 			}
-			wait(ctx, fd, poll)
+			if events == nil {
+				sleep(ctx, poll)
+				continue
+			}
+			// Any event, the quiet limit, or ctx: look again.
+			_ = events.SetReadDeadline(time.Now().Add(watchQuiet))
+			if _, err := events.Read(buf); err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+				sleep(ctx, poll) // the notification broke: poll from now on
+			}
 		}
 	}()
 	return ch
 }
 
-// wait blocks until fd reports an event, poll passes or ctx ends (seen
-// within a 50 ms slice while blocked in poll(2)).
-func wait(ctx context.Context, fd int, poll time.Duration) {
-	if fd < 0 {
-		t := time.NewTimer(poll)
-		defer t.Stop()
-		select {
-		case <-ctx.Done():
-		case <-t.C:
-		}
-		return
+// openEvents is a non-blocking inotify descriptor watching path for
+// modification, as a file Go's poller waits on; nil when there is none.
+func openEvents(path string) *os.File {
+	if path == "" {
+		return nil
 	}
-	deadline := time.Now().Add(poll)
-	buf := make([]byte, 4096)
-	for ctx.Err() == nil {
-		left := time.Until(deadline)
-		if left <= 0 {
-			return
-		}
-		ms := int(min(left, 50*time.Millisecond) / time.Millisecond)
-		n, _ := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, max(ms, 1))
-		if n > 0 {
-			for {
-				if k, err := unix.Read(fd, buf); k <= 0 || err != nil {
-					break
-				}
-			}
-			return
-		}
+	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
+	if err != nil {
+		return nil
+	}
+	if _, err := unix.InotifyAddWatch(fd, path, unix.IN_MODIFY); err != nil {
+		unix.Close(fd)
+		return nil
+	}
+	f := os.NewFile(uintptr(fd), "inotify:"+path)
+	if err := f.SetReadDeadline(time.Time{}); err != nil {
+		f.Close() // not pollable: a read could not be ended; poll instead
+		return nil
+	}
+	return f
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
 	}
 }
