@@ -16,6 +16,7 @@ import (
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
 	"github.com/unitlet/unitlet/runtime/cgroups"
+	"github.com/unitlet/unitlet/runtime/units"
 	"github.com/unitlet/unitlet/runtime/node"
 )
 
@@ -72,9 +73,16 @@ func generationFromName(name string) (instance string, n int64, ok bool) {
 	return name[:i], n, true
 }
 
-// tierOf converts an API tier to the runtime's.
+// tierOf converts an API tier to the runtime's. The pids limit is the
+// app's own plus the platform's (units.PlatformTasks: the supervisor and
+// the trampoline share the app's cgroup), so a tier of pids: 8 lets the
+// app itself run 8 tasks.
 func tierOf(t v1.Tier) cgroups.Tier {
-	return cgroups.Tier{MemoryBytes: t.Memory.Value(), CPUMillis: t.CPU.MilliValue(), Pids: t.Pids}
+	pids := t.Pids
+	if pids > 0 {
+		pids += units.PlatformTasks
+	}
+	return cgroups.Tier{MemoryBytes: t.Memory.Value(), CPUMillis: t.CPU.MilliValue(), Pids: pids}
 }
 
 // overlapTier is the parent limit during an Overlap swap: spec.overlap or

@@ -27,18 +27,18 @@ func benchInstance(name, salt string, app string) *v1.Instance {
 			Host: name + ".bench.test", NodeName: nodeName, Strategy: v1.StrategyOverlap,
 			Template: v1.Template{
 				Command: []string{app}, Env: []v1.EnvVar{{Name: "SALT", Value: salt}},
-				Tier:      v1.Tier{Memory: resource.MustParse("16Mi"), CPU: resource.MustParse("50m"), Pids: 16},
+				Tier:      v1.Tier{Memory: resource.MustParse("16Mi"), CPU: resource.MustParse("50m"), Pids: 8}, // the validated minimum
 				Readiness: &v1.Readiness{HTTPGet: &v1.HTTPGetProbe{Path: "/healthz"}, TimeoutSeconds: 60},
 			},
 		},
 	}
 }
 
-// served: Ready, serving generation want, and nothing else of it still
-// retiring (Reconciling gone).
+// served: Ready, serving generation want or a later one (a restart), and
+// nothing else of it still retiring (Reconciling gone).
 func served(want int64) func(*v1.Instance) bool {
 	return func(i *v1.Instance) bool {
-		return i.Status.ActiveGeneration == want && i.Status.ObservedGeneration == i.Generation &&
+		return i.Status.ActiveGeneration >= want && i.Status.ObservedGeneration == i.Generation &&
 			meta.IsStatusConditionTrue(i.Status.Conditions, v1.ConditionReady) &&
 			meta.FindStatusCondition(i.Status.Conditions, v1.ConditionReconciling) == nil
 	}

@@ -72,6 +72,13 @@ func (s Status) Gone() bool {
 	return !s.Loaded || s.ActiveState == "inactive" || s.ActiveState == "failed"
 }
 
+// PlatformTasks is how many tasks the platform's own processes may need
+// in a unit's cgroup beside the app: the direct backend's shim (a Go
+// program, which stays the app's parent) and the trampoline before it
+// execs the app (a Go program too; it builds the sandbox). A tier's pids
+// limit is raised by it, so the tier counts the app's own tasks.
+const PlatformTasks = 32
+
 // Backend starts and stops the processes of a node's instances.
 type Backend interface {
 	// Start starts spec's unit. Every failure is classified: see

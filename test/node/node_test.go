@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
+	unitsrt "github.com/unitlet/unitlet/runtime/units"
 	"net/http"
 	"strconv"
 	"strings"
@@ -94,10 +95,11 @@ func applyReady(t *testing.T) {
 		t.Errorf("through the stable socket: %q", body)
 	}
 	// systemd wrote the tier into the unit's v2 cgroup; the kernel reads
-	// it back. 128Mi, 500m, 512 pids (the sample's tier).
+	// it back. 128Mi, 500m, 512 pids (the sample's tier) and the
+	// platform's own tasks.
 	cg := "/sys/fs/cgroup" + g.Status.Cgroup
 	got := guest(t, fmt.Sprintf("cat %[1]s/memory.max %[1]s/pids.max %[1]s/cpu.max", cg))
-	if want := "134217728\n512\n50000 100000"; got != want {
+	if want := fmt.Sprintf("134217728\n%d\n50000 100000", 512+unitsrt.PlatformTasks); got != want {
 		t.Errorf("%s limits:\n%s\nwant:\n%s", cg, got, want)
 	}
 	if pids := guest(t, "cat "+cg+"/cgroup.procs"); !strings.Contains(pids, strconv.FormatInt(g.Status.MainPID, 10)) {
