@@ -53,30 +53,75 @@ type tracker struct {
 	all  chan struct{}
 }
 
-// track starts a watch before the phase acts, so nothing is missed;
-// cond nil waits for deletion.
+// track starts watching before the phase acts, so nothing is missed;
+// cond nil waits for deletion. A watch the API server ends (it does, under
+// load) is started again after a list, which also counts what happened
+// meanwhile.
 func (h *harness) track(ctx context.Context, names []string, cond func(*v1.Instance) bool) (*tracker, func(), error) {
 	tr := &tracker{met: map[string]time.Time{}, want: map[string]bool{}, all: make(chan struct{})}
 	for _, n := range names {
 		tr.want[n] = true
 	}
-	w, err := h.c.Watch(ctx, &v1.InstanceList{}, client.InNamespace(benchNS))
+	ctx, cancel := context.WithCancel(ctx)
+	rv, err := h.relist(ctx, tr, cond)
 	if err != nil {
+		cancel()
 		return nil, nil, err
 	}
 	go func() {
-		for ev := range w.ResultChan() {
-			inst, ok := ev.Object.(*v1.Instance)
-			if !ok || !tr.want[inst.Name] {
-				continue
-			}
-			hit := (cond == nil && ev.Type == watch.Deleted) || (cond != nil && ev.Type != watch.Deleted && cond(inst))
-			if hit {
-				tr.hit(inst.Name, time.Now())
+		for ctx.Err() == nil {
+			h.follow(ctx, tr, cond, rv)
+			sleep(ctx, 100*time.Millisecond)
+			if next, err := h.relist(ctx, tr, cond); err == nil {
+				rv = next
 			}
 		}
 	}()
-	return tr, w.Stop, nil
+	return tr, cancel, nil
+}
+
+// relist counts what a list shows and returns its resource version.
+func (h *harness) relist(ctx context.Context, tr *tracker, cond func(*v1.Instance) bool) (string, error) {
+	var list v1.InstanceList
+	if err := h.c.List(ctx, &list, client.InNamespace(benchNS)); err != nil {
+		return "", err
+	}
+	now, present := time.Now(), map[string]bool{}
+	for i := range list.Items {
+		present[list.Items[i].Name] = true
+		if cond != nil && cond(&list.Items[i]) {
+			tr.hit(list.Items[i].Name, now)
+		}
+	}
+	if cond == nil {
+		for n := range tr.want {
+			if !present[n] {
+				tr.hit(n, now)
+			}
+		}
+	}
+	return list.ResourceVersion, nil
+}
+
+// follow counts watch events from rv until the watch ends.
+func (h *harness) follow(ctx context.Context, tr *tracker, cond func(*v1.Instance) bool, rv string) {
+	w, err := h.c.Watch(ctx, &v1.InstanceList{}, client.InNamespace(benchNS), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv}})
+	if err != nil {
+		return
+	}
+	defer w.Stop()
+	for ev := range w.ResultChan() {
+		inst, ok := ev.Object.(*v1.Instance)
+		if !ok {
+			return // an error event: list and watch again
+		}
+		if !tr.want[inst.Name] {
+			continue
+		}
+		if (cond == nil && ev.Type == watch.Deleted) || (cond != nil && ev.Type != watch.Deleted && cond(inst)) {
+			tr.hit(inst.Name, time.Now())
+		}
+	}
 }
 
 func (t *tracker) hit(name string, at time.Time) {
@@ -283,4 +328,11 @@ func (h *harness) leftovers() []string {
 		}
 	}
 	return out
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
 }
