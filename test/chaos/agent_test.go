@@ -23,7 +23,7 @@ import (
 func startNodeAgent(t *testing.T, node string, tune ...func(*agentproc.Agent)) *agentproc.Agent {
 	t.Helper()
 	a := agentproc.New(t, node, runID, agentConfig)
-	a.Args = []string{"--require-enrollment=true", "--socket-group", "www-data", "--lease-namespace", leaseNS}
+	a.Args = nodeAgentArgs()
 	for _, f := range tune {
 		f(a)
 	}
@@ -38,6 +38,11 @@ func startNodeAgent(t *testing.T, node string, tune ...func(*agentproc.Agent)) *
 	approve(t, node)
 	a.WaitReady(t, 60*time.Second)
 	return a
+}
+
+// nodeAgentArgs are the DaemonSet's choices the chaos agents share.
+func nodeAgentArgs() []string {
+	return []string{"--require-enrollment=true", "--socket-group", "www-data", "--lease-namespace", leaseNS}
 }
 
 // approve sets spec.approved on node's Enrollment once the agent made it.

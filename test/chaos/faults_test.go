@@ -24,6 +24,19 @@ import (
 	"github.com/unitlet/unitlet/internal/testkit/testutil"
 )
 
+// openScenario records a scenario, starts its node's agent and the
+// sampler, and waits until the Instances first asked for are as asked.
+func openScenario(t *testing.T, name, node string, first map[string]desired, tune ...func(*agentproc.Agent)) (*agentproc.Agent, *model) {
+	t.Helper()
+	tally.scenario(name)
+	a := startNodeAgent(t, node, tune...)
+	m := newModel(a.Node)
+	startSampler(t, a, m)
+	applyAll(t, m, first)
+	m.waitSettled(t)
+	return a, m
+}
+
 // applyAll asks for d on every named Instance of m, retrying conflicts.
 func applyAll(t *testing.T, m *model, ds map[string]desired) {
 	t.Helper()
@@ -53,15 +66,10 @@ func servingPIDs(t *testing.T, m *model) map[string]int64 {
 // killed and started again in the middle of it. Nothing the node runs may
 // stop or start for it; once the API is back, the swap completes.
 func TestAPIOutage(t *testing.T) {
-	tally.scenario("api-outage")
-	a := startNodeAgent(t, "chaos-outage")
-	m := newModel(a.Node)
-	startSampler(t, a, m)
-	applyAll(t, m, map[string]desired{
+	a, m := openScenario(t, "api-outage", "chaos-outage", map[string]desired{
 		"steady-o": {strategy: v1.StrategyOverlap, salt: 1}, "steady-r": {strategy: v1.StrategyReplace, salt: 1},
 		"due": {strategy: v1.StrategyReplace, salt: 1},
 	})
-	m.waitSettled(t)
 	before := servingPIDs(t, m)
 
 	applyAll(t, m, map[string]desired{"due": {strategy: v1.StrategyReplace, salt: 2}})
@@ -114,12 +122,7 @@ func TestAPIOutage(t *testing.T) {
 // Instance keeps its lease; once the process can die, both finish and
 // nothing is left.
 func TestUnkillable(t *testing.T) {
-	tally.scenario("unkillable-kill")
-	a := startNodeAgent(t, "chaos-hold")
-	m := newModel(a.Node)
-	startSampler(t, a, m)
-	applyAll(t, m, map[string]desired{"held-swap": {strategy: v1.StrategyReplace, salt: 1}, "held-del": {strategy: v1.StrategyOverlap, salt: 1}})
-	m.waitSettled(t)
+	a, m := openScenario(t, "unkillable-kill", "chaos-hold", map[string]desired{"held-swap": {strategy: v1.StrategyReplace, salt: 1}, "held-del": {strategy: v1.StrategyOverlap, salt: 1}})
 	holds := map[string]*cgrouphold.Hold{}
 	for _, name := range []string{"held-swap", "held-del"} {
 		holds[name] = cgrouphold.In(t, genCgroup(a, name, 1), runID+"-"+name)
@@ -215,17 +218,13 @@ func logTime(t *testing.T, a *agentproc.Agent, msg, unit string) time.Time {
 // Nothing may claim to run what could not be written; the serving
 // generation keeps serving; once space is freed, both go on.
 func TestFullDisk(t *testing.T) {
-	tally.scenario("full-disk")
 	disk := t.TempDir()
 	if err := syscall.Mount("tmpfs", disk, "tmpfs", 0, "size=16m,mode=0711"); err != nil {
 		t.Fatalf("mount a tmpfs: %v", err)
 	}
-	a := startNodeAgent(t, "chaos-disk", func(a *agentproc.Agent) { a.StateRoot = disk + "/state" })
-	t.Cleanup(func() { _ = syscall.Unmount(disk, syscall.MNT_DETACH) }) // after the agent's own cleanup
-	m := newModel(a.Node)
-	startSampler(t, a, m)
-	applyAll(t, m, map[string]desired{"full-swap": {strategy: v1.StrategyOverlap, salt: 1}})
-	m.waitSettled(t)
+	t.Cleanup(func() { _ = syscall.Unmount(disk, syscall.MNT_DETACH) }) // registered first: runs after the agent's
+	a, m := openScenario(t, "full-disk", "chaos-disk", map[string]desired{"full-swap": {strategy: v1.StrategyOverlap, salt: 1}},
+		func(a *agentproc.Agent) { a.StateRoot = disk + "/state" })
 	servedBy := servingPIDs(t, m)["full-swap"]
 
 	fill := disk + "/fill"
@@ -303,12 +302,7 @@ func fillUp(t *testing.T, path string) {
 // killed and started again. The second hosts nothing: no process, no
 // socket, no write to the Enrollment, and it says why.
 func TestTwoAgents(t *testing.T) {
-	tally.scenario("two-agents-one-node")
-	a := startNodeAgent(t, "chaos-twin")
-	m := newModel(a.Node)
-	startSampler(t, a, m)
-	applyAll(t, m, map[string]desired{"twin-o": {strategy: v1.StrategyOverlap, salt: 1}, "twin-r": {strategy: v1.StrategyReplace, salt: 1}})
-	m.waitSettled(t)
+	a, m := openScenario(t, "two-agents-one-node", "chaos-twin", map[string]desired{"twin-o": {strategy: v1.StrategyOverlap, salt: 1}, "twin-r": {strategy: v1.StrategyReplace, salt: 1}})
 	var enr v1.Enrollment
 	if err := k8s.Get(context.Background(), client.ObjectKey{Name: a.Node}, &enr); err != nil {
 		t.Fatal(err)
@@ -316,8 +310,7 @@ func TestTwoAgents(t *testing.T) {
 	machine := enr.Status.MachineID
 
 	b := agentproc.New(t, a.Node, runID+"-twin", agentConfig)
-	b.Args = []string{"--require-enrollment=true", "--socket-group", "www-data", "--lease-namespace", leaseNS,
-		"--host-etc", hostEtc(t, "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb")}
+	b.Args = append(nodeAgentArgs(), "--host-etc", hostEtc(t, "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"))
 	t.Cleanup(func() {
 		b.Stop(syscall.SIGTERM)
 		if t.Failed() {
