@@ -16,8 +16,8 @@ import (
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
 	"github.com/unitlet/unitlet/runtime/cgroups"
-	"github.com/unitlet/unitlet/runtime/units"
 	"github.com/unitlet/unitlet/runtime/node"
+	"github.com/unitlet/unitlet/runtime/units"
 )
 
 // Annotations the agent keeps on the objects it makes.
