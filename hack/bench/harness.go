@@ -22,6 +22,7 @@ import (
 	"github.com/unitlet/unitlet/internal/scheme"
 	"github.com/unitlet/unitlet/internal/testkit/testenv"
 	"github.com/unitlet/unitlet/internal/testkit/testutil"
+	"github.com/unitlet/unitlet/runtime/cgroups"
 	"github.com/unitlet/unitlet/runtime/layout"
 )
 
@@ -160,8 +161,10 @@ func (h *harness) startAgent(ctx context.Context, exe, kubeconfig string) error 
 	return fmt.Errorf("the agent was not ready within 60 s; its log: %s", filepath.Join(h.dir, "agent.log"))
 }
 
-// close stops the agent (its apps are gone by then, or swept by the
-// next agent on this root) and the control plane.
+// close stops the agent and the control plane, and sweeps the agent's
+// cgroup root: a phase that failed leaves its Instances' apps running (an
+// agent that stops leaves its units to the next one), and nothing of a
+// bench may outlive it.
 func (h *harness) close() {
 	if h.agent != nil && h.agent.Process != nil {
 		_ = h.agent.Process.Signal(os.Interrupt)
@@ -172,6 +175,13 @@ func (h *harness) close() {
 		case <-time.After(30 * time.Second):
 			_ = h.agent.Process.Kill()
 		}
+	}
+	if h.lay.CgroupRoot != "" {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		if _, err := cgroups.SweepStale(ctx, cgroups.Config{Root: "."}, h.lay.CgroupRoot, nil); err != nil {
+			fmt.Fprintln(os.Stderr, "bench: sweep", h.lay.CgroupRoot+":", err)
+		}
+		cancel()
 	}
 	if h.dir != "" {
 		// The agent's log outlives the run, beside the figures.
