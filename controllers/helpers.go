@@ -21,11 +21,15 @@ import (
 )
 
 // controllerOptions: a failed proof or start is retried with backoff from
-// 1 s doubling to 30 s, several objects at once so one long grace period
-// does not hold up the node.
+// 1 s doubling to 30 s, many objects at once: a retirement waits out its
+// grace and its proof, so a node deleting hundreds of Instances would
+// otherwise prove them a few at a time.
 func controllerOptions() controller.Options {
-	return controller.Options{MaxConcurrentReconciles: 4, RateLimiter: APIBackoff()}
+	return controller.Options{MaxConcurrentReconciles: workers, RateLimiter: APIBackoff()}
 }
+
+// workers is how many objects of a kind a node reconciles at once.
+const workers = 16
 
 // APIBackoff is the wait after each failed reconcile of an object in a
 // row: 1 s, doubling, at most 30 s, for as long as the failures last.
