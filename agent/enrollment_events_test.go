@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hostingv1alpha1 "github.com/unitlet/unitlet/api/v1alpha1"
+	"github.com/unitlet/unitlet/internal/testkit/testutil"
 
 	"github.com/unitlet/unitlet/runtime/join"
 )
@@ -85,23 +85,6 @@ func TestHostingThatCannotStartStopsTheAgent(t *testing.T) {
 	}
 }
 
-// hostEtc is an /etc for a machine of its own: the node's groups, and
-// machineID as its machine ID.
-func hostEtc(t *testing.T, machineID string) string {
-	t.Helper()
-	dir := t.TempDir()
-	group, err := os.ReadFile("/etc/group")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, data := range map[string][]byte{"group": group, "machine-id": []byte(machineID + "\n")} {
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
-}
-
 // TestTwoAgentsOneNodeName: a second agent that claims a node name whose
 // Lease another machine's agent renews hosts nothing and writes nothing
 // of the Enrollment, saying why on /hostingz; once the first is gone and
@@ -113,14 +96,14 @@ func TestTwoAgentsOneNodeName(t *testing.T) {
 	if err := os.Chmod(first.StateRoot, join.RootMode); err != nil {
 		t.Fatal(err)
 	}
-	first.HostEtc = hostEtc(t, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa")
+	first.HostEtc = testutil.HostEtc(t, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa")
 	a := startAgent(t, node, first)
 	a.expectStage(t, http.StatusServiceUnavailable, join.StageAwaitingApproval)
 	setApproved(t, node, true)
 	a.expectStage(t, http.StatusOK, join.StageHosting)
 
 	second := flowRoots(t)
-	second.HostEtc = hostEtc(t, "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb")
+	second.HostEtc = testutil.HostEtc(t, "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb")
 	b := startAgent(t, node, second)
 	eventually(t, "the second agent refuses the node", func() error {
 		code, body, err := b.get("/hostingz")

@@ -22,7 +22,18 @@ import (
 // agent stops and its roots are swept. tune adjusts it before the start.
 func startNodeAgent(t *testing.T, node string, tune ...func(*agentproc.Agent)) *agentproc.Agent {
 	t.Helper()
-	a := agentproc.New(t, node, runID, agentConfig)
+	a := newNodeAgent(t, node, runID, tune...)
+	a.Start(t)
+	approve(t, node)
+	a.WaitReady(t, 60*time.Second)
+	return a
+}
+
+// newNodeAgent is an agent for node with the DaemonSet's choices, not yet
+// started; when the test ends it stops, its log is kept if the test
+// failed, and its roots are swept.
+func newNodeAgent(t *testing.T, node, tag string, tune ...func(*agentproc.Agent)) *agentproc.Agent {
+	a := agentproc.New(t, node, tag, agentConfig)
 	a.Args = nodeAgentArgs()
 	for _, f := range tune {
 		f(a)
@@ -34,9 +45,6 @@ func startNodeAgent(t *testing.T, node string, tune ...func(*agentproc.Agent)) *
 		}
 		a.Sweep(t)
 	})
-	a.Start(t)
-	approve(t, node)
-	a.WaitReady(t, 60*time.Second)
 	return a
 }
 
@@ -71,26 +79,6 @@ func crash(t *testing.T, a *agentproc.Agent, pause time.Duration) {
 	time.Sleep(pause)
 	a.Start(t)
 	a.WaitReady(t, 60*time.Second)
-}
-
-// hostEtc is a copy of the node's passwd and group with another machine
-// ID: another machine, as far as the agent can tell.
-func hostEtc(t *testing.T, machineID string) string {
-	t.Helper()
-	dir := t.TempDir()
-	for _, f := range []string{"passwd", "group"} {
-		b, err := os.ReadFile(filepath.Join("/etc", f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.WriteFile(filepath.Join(dir, "machine-id"), []byte(machineID+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return dir
 }
 
 // deleteAll deletes every Instance of m and waits until each is gone.

@@ -309,14 +309,8 @@ func TestTwoAgents(t *testing.T) {
 	}
 	machine := enr.Status.MachineID
 
-	b := agentproc.New(t, a.Node, runID+"-twin", agentConfig)
-	b.Args = append(nodeAgentArgs(), "--host-etc", hostEtc(t, "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"))
-	t.Cleanup(func() {
-		b.Stop(syscall.SIGTERM)
-		if t.Failed() {
-			keepLog(t, b)
-		}
-		b.Sweep(t)
+	b := newNodeAgent(t, a.Node, runID+"-twin", func(b *agentproc.Agent) {
+		b.Args = append(b.Args, "--host-etc", testutil.HostEtc(t, "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"))
 	})
 	b.Start(t)
 	tally.fault("second agent on the node name")
