@@ -78,6 +78,7 @@ func run(ctx context.Context, opts Options, log logr.Logger, j joining) error {
 		HealthProbeBindAddress:  "0",
 		GracefulShutdownTimeout: ptr.To(gracefulShutdown),
 		Metrics:                 metricsOptions(opts),
+		PprofBindAddress:        opts.PprofAddr,
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			&hostingv1alpha1.Instance{}:   {Field: onNode},
 			&hostingv1alpha1.Generation{}: {Field: onNode},

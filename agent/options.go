@@ -32,6 +32,7 @@ type Options struct {
 	ProbeAddr         string
 	MetricsAddr       string
 	MetricsSecure     bool
+	PprofAddr         string
 	LogDevelopment    bool
 	// APIQPS and APIBurst bound the agent's requests to the API server,
 	// as the kubelet's --kube-api-qps and --kube-api-burst do.
@@ -88,6 +89,7 @@ func Parse(args []string) (Options, error) {
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "address of the metrics endpoint; 0 disables it")
 	fs.BoolVar(&o.MetricsSecure, "metrics-secure", true, "serve metrics over HTTPS to callers the API server authenticates and authorizes (GET /metrics); false serves plain HTTP")
+	fs.StringVar(&o.PprofAddr, "pprof-bind-address", "", "address of Go's /debug/pprof endpoints (unauthenticated: loopback only); empty disables them")
 	fs.BoolVar(&o.LogDevelopment, "zap-devel", false, "human-readable development logging")
 	if err := fs.Parse(args); err != nil {
 		return o, err

@@ -44,6 +44,7 @@ type harness struct {
 	lay     layout.Layout
 	agent   *exec.Cmd
 	metrics string // the agent's metrics address
+	pprof   string // the agent's /debug/pprof address
 	o       options
 }
 
@@ -86,6 +87,9 @@ func setup(ctx context.Context, o options) (_ *harness, err error) {
 	pid := strconv.Itoa(os.Getpid())
 	h.lay = layout.Layout{StateRoot: filepath.Join(h.dir, "state"), RunRoot: "/dev/shm/ulb-" + pid, CgroupRoot: "unitlet-bench-" + pid}
 	if h.metrics, err = freeAddr(); err != nil {
+		return nil, err
+	}
+	if h.pprof, err = freeAddr(); err != nil {
 		return nil, err
 	}
 	return h, h.startAgent(ctx, exe, kubeconfig)
@@ -135,7 +139,8 @@ func (h *harness) startAgent(ctx context.Context, exe, kubeconfig string) error 
 	args := []string{"--node-name", nodeName, "--kubeconfig", kubeconfig,
 		"--state-root", h.lay.StateRoot, "--run-root", h.lay.RunRoot, "--cgroup-root", h.lay.CgroupRoot,
 		"--unit-backend", "direct", "--require-enrollment=false", "--socket-group", "root",
-		"--health-probe-bind-address", probe, "--metrics-bind-address", h.metrics, "--metrics-secure=false"}
+		"--health-probe-bind-address", probe, "--metrics-bind-address", h.metrics, "--metrics-secure=false",
+		"--pprof-bind-address", h.pprof}
 	if h.o.qps > 0 {
 		args = append(args, "--kube-api-qps", strconv.Itoa(h.o.qps), "--kube-api-burst", strconv.Itoa(2*h.o.qps))
 	}

@@ -26,6 +26,9 @@ type options struct {
 	jsonOut  string
 	raw      bool
 	qps      int
+	// profileDir, if set, receives the agent's CPU profile of each phase
+	// and its heap after the create.
+	profileDir string
 	// phaseLimit bounds one phase: one that does not finish is reported
 	// with what it reached.
 	phaseLimit time.Duration
@@ -40,6 +43,7 @@ func main() {
 	flag.BoolVar(&o.raw, "raw", true, "measure the raw baselines (fork/exec, systemd) too")
 	flag.DurationVar(&o.phaseLimit, "phase-limit", 10*time.Minute, "how long one phase may take")
 	flag.IntVar(&o.qps, "agent-qps", 0, "the agent's --kube-api-qps (0: its default)")
+	flag.StringVar(&o.profileDir, "profile", "", "a directory for the agent's pprof profiles (none if empty)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -210,7 +210,7 @@ func parallel(names []string, f func(string) error) (map[string]time.Time, error
 }
 
 // measured runs act under a tracker for cond and fills a phase's figures.
-func (h *harness) measured(ctx context.Context, names []string, cond func(*v1.Instance) bool, act func(string) error) (phase, error) {
+func (h *harness) measured(ctx context.Context, name string, names []string, cond func(*v1.Instance) bool, act func(string) error) (phase, error) {
 	var p phase
 	tr, stop, err := h.track(ctx, names, cond)
 	if err != nil {
@@ -219,6 +219,8 @@ func (h *harness) measured(ctx context.Context, names []string, cond func(*v1.In
 	defer stop()
 	cpu0, _, _ := h.agentUsage()
 	req0, _ := h.apiRequests()
+	srv0, _ := h.apiserverRequests(ctx)
+	h.profile(name, 20)
 	t0 := time.Now()
 	began, err := parallel(names, act)
 	if err != nil {
@@ -228,6 +230,8 @@ func (h *harness) measured(ctx context.Context, names []string, cond func(*v1.In
 	p.All = time.Since(t0).Seconds()
 	cpu1, rss, _ := h.agentUsage()
 	req1, _ := h.apiRequests()
+	srv1, _ := h.apiserverRequests(ctx)
+	p.ServerRequests = perInstance(srv0, srv1, len(names))
 	p.AgentCPU, p.AgentPeakRSS = (cpu1 - cpu0).Seconds(), rss
 	p.APIRequestsPerInstance = (req1 - req0) / float64(len(names))
 	var lat []time.Duration
@@ -249,9 +253,10 @@ func names(prefix string, n int) []string {
 
 func phaseCreate(ctx context.Context, h *harness, r *results) error {
 	var err error
-	r.Create, err = h.measured(ctx, names("app", h.o.n), served(1), func(n string) error {
+	r.Create, err = h.measured(ctx, "create", names("app", h.o.n), served(1), func(n string) error {
 		return h.c.Create(ctx, benchInstance(n, "1", h.app))
 	})
+	h.heapProfile("create")
 	r.PlatformMiBPerInstance, r.AppMiBPerInstance = h.nodeMemory(h.o.n)
 	sum, _ := h.metric(metrics.NameStartDuration + "_sum")
 	count, _ := h.metric(metrics.NameStartDuration + "_count")
@@ -262,7 +267,17 @@ func phaseCreate(ctx context.Context, h *harness, r *results) error {
 }
 
 // phaseIdle watches the settled agent: API requests and CPU per minute.
+// Settled: the client saw every Instance Ready, and then the agent's
+// queues stayed empty for 10 s (it may still be writing what the client
+// already sees).
 func phaseIdle(ctx context.Context, h *harness, r *results) error {
+	t0 := time.Now()
+	if err := h.waitQueuesEmpty(ctx, 10*time.Second); err != nil {
+		return err
+	}
+	r.SettleSeconds = time.Since(t0).Seconds()
+	srv0, _ := h.apiserverRequests(ctx)
+	h.profile("idle", int(h.o.idle.Seconds()))
 	cpu0, _, err := h.agentUsage()
 	if err != nil {
 		return err
@@ -278,14 +293,39 @@ func phaseIdle(ctx context.Context, h *harness, r *results) error {
 	}
 	cpu1, _, _ := h.agentUsage()
 	req1, _ := h.apiRequests()
+	srv1, _ := h.apiserverRequests(ctx)
+	r.IdleServerRequests = perInstance(srv0, srv1, 1)
 	min := h.o.idle.Minutes()
 	r.IdleAPIRequestsPerMin, r.IdleCPUPerMin = (req1-req0)/min, (cpu1-cpu0).Seconds()/min
 	return nil
 }
 
+// waitQueuesEmpty returns once every controller's workqueue held nothing
+// for quiet (controller-runtime's workqueue_depth), or at the phase limit.
+func (h *harness) waitQueuesEmpty(ctx context.Context, quiet time.Duration) error {
+	deadline := time.Now().Add(h.o.phaseLimit)
+	var since time.Time
+	for time.Now().Before(deadline) {
+		depth, err := h.metric("workqueue_depth")
+		switch {
+		case err != nil || depth > 0:
+			since = time.Time{}
+		case since.IsZero():
+			since = time.Now()
+		case time.Since(since) >= quiet:
+			return nil
+		}
+		sleep(ctx, 250*time.Millisecond)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	return fmt.Errorf("the agent's queues did not stay empty for %s within %s", quiet, h.o.phaseLimit)
+}
+
 func phaseSwap(ctx context.Context, h *harness, r *results) error {
 	var err error
-	r.Swap, err = h.measured(ctx, names("app", h.o.n), served(2), func(n string) error {
+	r.Swap, err = h.measured(ctx, "swap", names("app", h.o.n), served(2), func(n string) error {
 		inst := &v1.Instance{ObjectMeta: metav1.ObjectMeta{Namespace: benchNS, Name: n}}
 		patch := []byte(`{"spec":{"template":{"env":[{"name":"SALT","value":"2"}]}}}`)
 		return h.c.Patch(ctx, inst, client.RawPatch("application/merge-patch+json", patch))
@@ -295,7 +335,7 @@ func phaseSwap(ctx context.Context, h *harness, r *results) error {
 
 func phaseDelete(ctx context.Context, h *harness, r *results) error {
 	var err error
-	r.Delete, err = h.measured(ctx, names("app", h.o.n), nil, func(n string) error {
+	r.Delete, err = h.measured(ctx, "delete", names("app", h.o.n), nil, func(n string) error {
 		return h.c.Delete(ctx, &v1.Instance{ObjectMeta: metav1.ObjectMeta{Namespace: benchNS, Name: n}})
 	})
 	r.LeftAfterDelete = h.leftovers()
@@ -305,12 +345,12 @@ func phaseDelete(ctx context.Context, h *harness, r *results) error {
 func phaseBatch(ctx context.Context, h *harness, r *results) error {
 	ns := names("batch", h.o.batch)
 	var err error
-	if r.BatchCreate, err = h.measured(ctx, ns, served(1), func(n string) error {
+	if r.BatchCreate, err = h.measured(ctx, "batch", ns, served(1), func(n string) error {
 		return h.c.Create(ctx, benchInstance(n, "1", h.app))
 	}); err != nil {
 		return err
 	}
-	_, err = h.measured(ctx, ns, nil, func(n string) error {
+	_, err = h.measured(ctx, "batch-delete", ns, nil, func(n string) error {
 		return h.c.Delete(ctx, &v1.Instance{ObjectMeta: metav1.ObjectMeta{Namespace: benchNS, Name: n}})
 	})
 	return err

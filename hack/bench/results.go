@@ -26,6 +26,9 @@ type phase struct {
 	AgentCPU               float64 `json:"agentCPUSeconds"`
 	AgentPeakRSS           int64   `json:"agentPeakRSSBytes"`
 	APIRequestsPerInstance float64 `json:"apiRequestsPerInstance"`
+	// ServerRequests: the API server's count per Instance by call, from
+	// every client (the bench's own: one create, patch or delete each).
+	ServerRequests []string `json:"serverRequestsPerInstance,omitempty"`
 }
 
 // raw is a baseline: N starts of the primitive, all ready.
@@ -43,6 +46,8 @@ type results struct {
 	Delete                 phase    `json:"delete"`
 	BatchCreate            phase    `json:"batchCreate"`
 	LeftAfterDelete        []string `json:"leftAfterDelete"`
+	SettleSeconds          float64  `json:"settleSeconds"` // all Ready → the agent's queues empty
+	IdleServerRequests     []string `json:"idleServerRequests,omitempty"`
 	IdleAPIRequestsPerMin  float64  `json:"idleAPIRequestsPerMinute"`
 	IdleCPUPerMin          float64  `json:"idleCPUSecondsPerMinute"`
 	PlatformMiBPerInstance float64  `json:"platformMiBPerInstance"`
@@ -128,6 +133,14 @@ func (r *results) table() string {
 		row("raw StartTransientUnit: all ready", fmt.Sprintf("%.1f s (%.1f ms each)", rs.All, rs.PerStart*1000), "")
 		row("create all / raw systemd all", ratio(r.Create.All, rs.All), "")
 	}
+	fmt.Fprintf(&b, "\nAPI server requests per Instance, by call (every client):\n")
+	for _, p := range []struct {
+		name string
+		rows []string
+	}{{"create", r.Create.ServerRequests}, {"swap", r.Swap.ServerRequests}, {"delete", r.Delete.ServerRequests}, {"idle minute (total, not per Instance)", r.IdleServerRequests}} {
+		fmt.Fprintf(&b, "  %s: %s\n", p.name, strings.Join(p.rows, ", "))
+	}
+	fmt.Fprintf(&b, "settled (queues empty 10 s) %.1f s after all were Ready\n", r.SettleSeconds)
 	return b.String()
 }
 
