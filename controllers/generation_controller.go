@@ -48,8 +48,10 @@ type GenerationReconciler struct {
 	// ProbeInterval is how often a starting generation is probed.
 	ProbeInterval time.Duration
 	// ObserveEvery is how often a running generation is looked at again
-	// without an event: the runtime's events are a hint (a full buffer
-	// drops them) and the cache's resync is hours apart.
+	// without an event. The runtime delivers every exit it sees, so this
+	// is a backstop for a watch that could not be set up (logged as "no
+	// event watch"), not how exits are learnt; a settled node must not
+	// look at its thousand generations every few seconds.
 	ObserveEvery time.Duration
 	// RoleEvents receives the runtime's events about seed and sidecar
 	// slots, for the Instance reconciler.
@@ -345,7 +347,7 @@ func (r *GenerationReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.ProbeInterval = 250 * time.Millisecond
 	}
 	if r.ObserveEvery == 0 {
-		r.ObserveEvery = 30 * time.Second
+		r.ObserveEvery = 5 * time.Minute
 	}
 	if r.Gate == nil {
 		r.Gate = hostgate.Always{}

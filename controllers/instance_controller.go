@@ -215,6 +215,9 @@ func (r *InstanceReconciler) createGeneration(ctx context.Context, inst *v1.Inst
 			Name: generationName(inst.Name, n), Namespace: inst.Namespace,
 			Labels:      map[string]string{v1.LabelInstance: inst.Name},
 			Annotations: map[string]string{AnnotationTemplateHash: templateHash(&inst.Spec.Template)},
+			// The lease from the first moment: the Generation reconciler
+			// need not add it with a request of its own.
+			Finalizers: []string{v1.Finalizer},
 		},
 		Spec: v1.GenerationSpec{
 			Instance: inst.Name, NodeName: inst.Spec.NodeName, Number: n,

@@ -227,27 +227,25 @@ func (s *swap) suspend(ctx context.Context) (ctrl.Result, error) {
 	return ctrl.Result{}, nil
 }
 
-// finalize is deletion: every generation proven gone, then the
-// Generations and the node's directories removed, then the lease released.
+// finalize is deletion: every Generation deleted, which retires it (the
+// Generation reconciler stops it and lets its finalizer go only once it
+// is proven gone), then the roles and the node's directories removed,
+// then the lease released. One request per Generation, sent once: a
+// Generation already being deleted is only waited for.
 func (s *swap) finalize(ctx context.Context) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(s.inst, v1.Finalizer) {
 		return ctrl.Result{}, nil
 	}
-	gone, err := s.retireAll(ctx, RetiredDeleted)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	if !gone {
-		s.progress(v1.ReasonDeleting, "waiting for every generation to be proven gone before the lease is released")
-		return ctrl.Result{}, nil
-	}
 	for _, g := range s.gens {
+		if !g.DeletionTimestamp.IsZero() {
+			continue
+		}
 		if err := s.r.Client.Delete(ctx, g); client.IgnoreNotFound(err) != nil {
 			return ctrl.Result{}, fmt.Errorf("delete generation %d: %w", g.Spec.Number, err)
 		}
 	}
 	if len(s.gens) > 0 {
-		s.progress(v1.ReasonDeleting, "waiting for %d generations to be deleted", len(s.gens))
+		s.progress(v1.ReasonDeleting, "waiting for %d generations to be proven gone before the lease is released", len(s.gens))
 		return ctrl.Result{}, nil
 	}
 	if gone, err := s.retireRoles(ctx); !gone || err != nil {

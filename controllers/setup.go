@@ -27,7 +27,7 @@ type Hosting struct {
 	// the GenerationReconciler's default.
 	ProbeInterval time.Duration
 	// ObserveEvery is how often a running generation is looked at again
-	// with no event (one may be lost); 0 is 30 s.
+	// with no event (a backstop); 0 is 5 minutes.
 	ObserveEvery time.Duration
 	// SidecarBackoff spaces a dying sidecar's restarts; zero values are
 	// the kubelet's CrashLoopBackOff figures.

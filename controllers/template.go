@@ -37,7 +37,6 @@ const (
 	RetiredSuperseded  = "Superseded"
 	RetiredSuspended   = "Suspended"
 	RetiredSwapAborted = "SwapAborted"
-	RetiredDeleted     = "Deleted"
 	// RetiredExited: it ended on its own while it served (or while it
 	// was to replace one that had), and a successor with the same
 	// template takes its place.

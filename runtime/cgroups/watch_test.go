@@ -2,6 +2,7 @@ package cgroups
 
 import (
 	"context"
+	"os"
 	"testing"
 	"time"
 )
@@ -76,3 +77,59 @@ func TestWatchPollingAndCancel(t *testing.T) {
 type noEventsDriver struct{ driver }
 
 func (noEventsDriver) eventsFile(string) string { return "" }
+
+// More watches than the kernel's default inotify instances per user (128)
+// all run on notification, sharing one instance: none falls back to
+// polling, and each still fires when its child empties.
+func TestWatchesShareOneInotify(t *testing.T) {
+	cfg := testConfig(t)
+	m := newManager(t, cfg, "watchmany", Tier{}).(*instance)
+	if m.d.eventsFile(m.rel("g1")) == "" {
+		t.Skip("no cgroup2 hierarchy: every watch polls here by design")
+	}
+	const n = 140
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var held []*held
+	var fired []<-chan struct{}
+	for i := 1; i <= n; i++ {
+		g, err := m.CreateGeneration(uint64(i), Tier{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, spawnIn(t, m, g, "exec sleep 1000", 1))
+		ch, err := m.WatchEmpty(ctx, g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fired = append(fired, ch)
+	}
+	if got := inotifyFDs(t); got != 1 {
+		t.Errorf("%d inotify instances open for %d watches, want 1", got, n)
+	}
+	for _, h := range held {
+		_ = h.cmd.Process.Kill()
+	}
+	for i, ch := range fired {
+		select {
+		case <-ch:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("watch %d did not fire after its child emptied", i+1)
+		}
+	}
+}
+
+// inotifyFDs counts this process's open inotify instances.
+func inotifyFDs(t *testing.T) int {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := 0
+	for _, e := range ents {
+		if l, _ := os.Readlink("/proc/self/fd/" + e.Name()); l == "anon_inode:inotify" {
+			k++
+		}
+	}
+	return k
+}

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"sync"
 
 	"github.com/unitlet/unitlet/runtime/layout"
 )
@@ -24,13 +25,46 @@ func (n *Node) watch(ctx context.Context, ref Ref, p layout.Proc) {
 	}()
 }
 
-// send never blocks: a dropped event costs nothing, the reconciler reads
-// the slot's state anyway.
+// pendingRefs is a set of slots waiting for delivery: a burst of exits
+// (a mass delete) is never dropped, however slow the reader, and a slot
+// seen twice before it is read is delivered once. That is what lets the
+// reconcilers rely on events rather than look at every running
+// generation again and again.
+type pendingRefs struct {
+	mu   sync.Mutex
+	refs map[Ref]struct{}
+	wake chan struct{} // one token: something is pending
+}
+
+// send never blocks.
 func (n *Node) send(ref Ref) {
+	n.pending.mu.Lock()
+	n.pending.refs[ref] = struct{}{}
+	n.pending.mu.Unlock()
 	select {
-	case n.events <- ref:
-	default:
-		n.cfg.Log.Info("event dropped, channel full", "namespace", ref.Namespace, "name", ref.Name,
-			"role", ref.Role, "generation", ref.Generation)
+	case n.pending.wake <- struct{}{}:
+	default: // a token is there already
+	}
+}
+
+// deliver hands pending slots to Events' reader for the Node's life.
+func (n *Node) deliver() {
+	for {
+		select {
+		case <-n.life.Done():
+			return
+		case <-n.pending.wake:
+		}
+		n.pending.mu.Lock()
+		batch := n.pending.refs
+		n.pending.refs = make(map[Ref]struct{}, len(batch))
+		n.pending.mu.Unlock()
+		for ref := range batch {
+			select {
+			case n.events <- ref:
+			case <-n.life.Done():
+				return
+			}
+		}
 	}
 }

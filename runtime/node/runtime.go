@@ -44,10 +44,6 @@ const (
 	DefaultLogKeep     = 3
 )
 
-// eventBuffer bounds the Events channel; a full channel drops, since a
-// reconciler re-reads state anyway.
-const eventBuffer = 256
-
 // Errors a caller branches on.
 var (
 	// ErrPopulated refuses Remove while a slot of the instance still
@@ -64,6 +60,9 @@ var (
 type Node struct {
 	cfg    Config
 	events chan Ref
+	// pending holds the slots seen empty that Events has not delivered
+	// yet, each once (see send).
+	pending pendingRefs
 	// life bounds the event watchers; Close ends it.
 	life   context.Context
 	cancel context.CancelFunc
@@ -129,9 +128,12 @@ func New(cfg Config) (*Node, error) {
 		cfg.IDs = identity.DefaultRange
 	}
 	life, cancel := context.WithCancel(context.Background())
-	return &Node{cfg: cfg, events: make(chan Ref, eventBuffer), life: life, cancel: cancel,
+	n := &Node{cfg: cfg, events: make(chan Ref), life: life, cancel: cancel,
+		pending:   pendingRefs{refs: map[Ref]struct{}{}, wake: make(chan struct{}, 1)},
 		ids:       &identity.Store{Dir: cfg.Layout.IdentityDir(), Range: cfg.IDs, Users: cfg.Users},
-		instances: map[InstanceRef]*instance{}}, nil
+		instances: map[InstanceRef]*instance{}}
+	go n.deliver()
+	return n, nil
 }
 
 // Identity resolves who inst's processes run as (see identity.Store),
