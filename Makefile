@@ -48,8 +48,9 @@ verify: manifests generate dashboards ## Fail when generated files are stale.
 		test -z "$$bad" || { echo "runtime/ must import no Kubernetes package; it pulls in:"; echo "$$bad"; exit 1; }
 
 .PHONY: build
-build: ## Build the unitlet binary.
+build: ## Build the unitlet binary and its small per-unit helper (unitlet-shim).
 	go build -o $(BIN)/unitlet .
+	go build -o $(BIN)/unitlet-shim ./cmd/unitlet-shim
 
 .PHONY: control-plane
 control-plane: ## Build kube-apiserver, etcd and kubectl from source into bin/ (cached).

@@ -28,6 +28,9 @@ type Options struct {
 	RunRoot           string
 	CgroupRoot        string
 	UnitBackend       string
+	// ShimBinary is the direct backend's per-unit helper ("" finds it:
+	// see shimBinary).
+	ShimBinary string
 	RequireEnrollment bool
 	ProbeAddr         string
 	MetricsAddr       string
@@ -67,6 +70,7 @@ func Parse(args []string) (Options, error) {
 	fs.StringVar(&o.RunRoot, "run-root", "/run/unitlet", "root of the Instances' run directories and sockets")
 	fs.StringVar(&o.CgroupRoot, "cgroup-root", "unitlet", "cgroup (relative to the hierarchy root) under which Instances are placed")
 	fs.StringVar(&o.UnitBackend, "unit-backend", BackendAuto, "how units are started: systemd, direct or auto (systemd when its bus answers)")
+	fs.StringVar(&o.ShimBinary, "shim-binary", "", "the direct backend's per-unit helper (shim and trampoline); empty: unitlet-shim beside this binary, else this binary itself")
 	fs.BoolVar(&o.RequireEnrollment, "require-enrollment", true, "host nothing until this node's Enrollment is approved and its guard armed")
 	fs.StringVar(&o.SocketGroup, "socket-group", "unitlet", "group that owns the Instances' run dirs and sockets (a proxy in it can connect)")
 	fs.StringVar(&o.HostEtc, "host-etc", "/etc", "the node's /etc as the agent sees it (its user and group database); in a container, the host's /etc mounted there")
@@ -110,6 +114,9 @@ func (o Options) Validate() error {
 	case BackendSystemd, BackendDirect, BackendAuto:
 	default:
 		errs = append(errs, fmt.Errorf("--unit-backend=%q: want systemd, direct or auto", o.UnitBackend))
+	}
+	if o.ShimBinary != "" && o.ShimBinary[0] != '/' {
+		errs = append(errs, fmt.Errorf("--shim-binary=%q must be an absolute path", o.ShimBinary))
 	}
 	for flagName, p := range map[string]string{"--state-root": o.StateRoot, "--run-root": o.RunRoot, "--host-etc": o.HostEtc} {
 		if p == "" || p[0] != '/' {

@@ -47,8 +47,12 @@ func newRuntime(opts Options, log logr.Logger) (*node.Node, string, error) {
 			CgroupDirs: hostCgroupDirs(log), Layout: lay, Log: log.WithName("systemd"),
 		})
 	default:
+		var shimExe string
+		if shimExe, err = shimBinary(opts.ShimBinary, exe, log); err != nil {
+			return nil, "", err
+		}
 		backend, err = units.NewDirect(units.DirectConfig{
-			Layout: lay, Exe: exe, ProofBudget: proofBudget, Log: log.WithName("direct"),
+			Layout: lay, Exe: shimExe, ProofBudget: proofBudget, Log: log.WithName("direct"),
 		})
 	}
 	if err != nil {
@@ -60,6 +64,29 @@ func newRuntime(opts Options, log logr.Logger) (*node.Node, string, error) {
 		LogMaxBytes: 8 << 20, LogKeep: 3,
 	})
 	return n, name, err
+}
+
+// ShimName is the per-unit helper's file name, looked for beside the
+// agent's binary.
+const ShimName = "unitlet-shim"
+
+// shimBinary is the binary the direct backend runs as each unit's shim and
+// trampoline: the one asked for (which must exist), else unitlet-shim
+// beside the agent's own binary, else the agent's binary itself (it has
+// the same roles; each shim then keeps ~7 MiB more, which is logged).
+func shimBinary(asked, self string, log logr.Logger) (string, error) {
+	if asked != "" {
+		if _, err := os.Stat(asked); err != nil {
+			return "", fmt.Errorf("--shim-binary: %w", err)
+		}
+		return asked, nil
+	}
+	beside := filepath.Join(filepath.Dir(self), ShimName)
+	if _, err := os.Stat(beside); err == nil {
+		return beside, nil
+	}
+	log.Info("no "+ShimName+" beside the agent: its own binary serves as every unit's shim, at several MiB more per unit", "looked", beside)
+	return self, nil
 }
 
 // socketGID is the socket group's id, or -1 (root keeps the run dirs)

@@ -65,7 +65,9 @@ func (b *Direct) spawnShim(idle bool) (*warmShim, error) {
 	}
 	cmd := &exec.Cmd{
 		Path: b.cfg.Exe, Args: []string{b.cfg.Exe, "shim", shim.WarmFlag},
-		Env: []string{}, Dir: "/", ExtraFiles: []*os.File{rw, jr}, // fds 3 and 4
+		// One P: a shim waits and copies logs, and each P costs memory
+		// beside every app (a 64-core node would give it 64).
+		Env: []string{"GOMAXPROCS=1"}, Dir: "/", ExtraFiles: []*os.File{rw, jr}, // fds 3 and 4
 		// A session of its own: no signal to the agent's group or
 		// terminal reaches it, and it outlives the agent.
 		SysProcAttr: &syscall.SysProcAttr{Setsid: true},

@@ -1,0 +1,32 @@
+// Command unitlet-shim holds the direct backend's per-unit roles apart from
+// the agent's binary: "shim", the parent that stays beside every app for
+// its whole life, and "exec", the trampoline the shim starts. The unitlet
+// binary has the same roles, but every package the agent links is
+// initialised in each of its processes (~7 MiB private per shim); this
+// binary links only what the two roles need. The agent uses it when it
+// lies beside the agent's own binary (see --shim-binary).
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/unitlet/unitlet/runtime/trampoline"
+	"github.com/unitlet/unitlet/runtime/units/shim"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: unitlet-shim shim|exec ...")
+		os.Exit(2)
+	}
+	switch args := os.Args[2:]; os.Args[1] {
+	case "shim":
+		os.Exit(shim.Main(args))
+	case "exec":
+		os.Exit(trampoline.Main(args, os.Stderr))
+	default:
+		fmt.Fprintf(os.Stderr, "unitlet-shim: unknown role %q (want shim or exec)\n", os.Args[1])
+		os.Exit(2)
+	}
+}
