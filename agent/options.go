@@ -22,15 +22,15 @@ const (
 
 // Options are the agent's flags; every later piece reads the same ones.
 type Options struct {
-	NodeName          string
-	Kubeconfig        string
-	StateRoot         string
-	RunRoot           string
-	CgroupRoot        string
-	UnitBackend       string
+	NodeName    string
+	Kubeconfig  string
+	StateRoot   string
+	RunRoot     string
+	CgroupRoot  string
+	UnitBackend string
 	// ShimBinary is the direct backend's per-unit helper ("" finds it:
 	// see shimBinary).
-	ShimBinary string
+	ShimBinary        string
 	RequireEnrollment bool
 	ProbeAddr         string
 	MetricsAddr       string
