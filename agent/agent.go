@@ -79,12 +79,17 @@ func run(ctx context.Context, opts Options, log logr.Logger, j joining) error {
 		GracefulShutdownTimeout: ptr.To(gracefulShutdown),
 		Metrics:                 metricsOptions(opts),
 		PprofBindAddress:        opts.PprofAddr,
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&hostingv1alpha1.Instance{}:   {Field: onNode},
-			&hostingv1alpha1.Generation{}: {Field: onNode},
-			// Its own Enrollment only, which the RBAC and policy allow.
-			&hostingv1alpha1.Enrollment{}: {Field: fields.OneTermEqualSelector("metadata.name", opts.NodeName)},
-		}},
+		Cache: cache.Options{
+			// managedFields are the larger half of a cached Instance and
+			// nothing here reads them; an update without them keeps the
+			// server's.
+			DefaultTransform: cache.TransformStripManagedFields(),
+			ByObject: map[client.Object]cache.ByObject{
+				&hostingv1alpha1.Instance{}:   {Field: onNode},
+				&hostingv1alpha1.Generation{}: {Field: onNode},
+				// Its own Enrollment only, which the RBAC and policy allow.
+				&hostingv1alpha1.Enrollment{}: {Field: fields.OneTermEqualSelector("metadata.name", opts.NodeName)},
+			}},
 	})
 	if err != nil {
 		return fmt.Errorf("manager: %w", err)

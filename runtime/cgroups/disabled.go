@@ -28,6 +28,7 @@ func (d disabled) CreateRole(string) (string, error)             { return "", d.
 func (d disabled) RaiseParent(Tier) error                        { return d.err() }
 func (d disabled) RestoreParent(Tier) error                      { return d.err() }
 func (d disabled) Place(int, string) error                       { return d.err() }
+func (d disabled) Populated(string) (bool, error)                { return false, d.err() }
 func (d disabled) Pids(string) ([]int, error)                    { return nil, d.err() }
 func (d disabled) Limits(string) (Limits, error)                 { return Limits{}, d.err() }
 func (d disabled) RemoveChild(string) error                      { return d.err() }

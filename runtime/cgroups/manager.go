@@ -72,6 +72,10 @@ type Manager interface {
 	KillAndEmpty(ctx context.Context, child string) Proof
 	// WatchEmpty returns a channel closed once child is seen empty.
 	WatchEmpty(ctx context.Context, child string) (<-chan struct{}, error)
+	// Populated says whether child holds a process: where the kernel
+	// keeps a populated flag (cgroup2's cgroup.events), one small read
+	// rather than a walk of every hierarchy's process lists.
+	Populated(child string) (bool, error)
 	// Pids lists the processes in child (all hierarchies).
 	Pids(child string) ([]int, error)
 	// Limits reads child's limits back from its files ("" is the parent).
@@ -322,6 +326,17 @@ func (m *instance) Place(pid int, child string) error {
 		return fmt.Errorf("place %d in %s: %w", pid, rel, classify(err))
 	}
 	return nil
+}
+
+func (m *instance) Populated(child string) (bool, error) {
+	if err := checkChild(child); err != nil {
+		return false, err
+	}
+	pop, err := m.d.populated(m.rel(child))
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil // an absent child holds nothing, as Pids says
+	}
+	return pop, err
 }
 
 func (m *instance) Pids(child string) ([]int, error) {

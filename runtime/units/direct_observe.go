@@ -63,7 +63,7 @@ func (b *Direct) Observe(ctx context.Context, p layout.Proc) (Status, error) {
 	// the records read next hold every word it wrote. The other order
 	// can miss an exit written between the two looks and read a clean
 	// exit as "ended unrecorded".
-	pids, err := m.Pids(child)
+	populated, err := m.Populated(child)
 	if err != nil {
 		return Status{}, fmt.Errorf("units: observe %s: %w", p.UnitName(), err)
 	}
@@ -74,7 +74,7 @@ func (b *Direct) Observe(ctx context.Context, p layout.Proc) (Status, error) {
 	if err != nil {
 		return Status{}, fmt.Errorf("units: observe %s: %w", p.UnitName(), err)
 	}
-	return statusOf(p, path.Join(m.Parent(), child), rs, len(pids) > 0), nil
+	return statusOf(p, path.Join(m.Parent(), child), rs, populated), nil
 }
 
 // statusOf reads the state in systemd's words, from the strongest

@@ -48,11 +48,11 @@ func (b *Direct) Populated(_ context.Context, p layout.Proc, _ Status) (bool, er
 	if err != nil {
 		return false, err
 	}
-	pids, err := m.Pids(child)
+	pop, err := m.Populated(child)
 	if err != nil {
-		return false, fmt.Errorf("units: pids of %s: %w", p.UnitName(), err)
+		return false, fmt.Errorf("units: populated %s: %w", p.UnitName(), err)
 	}
-	return len(pids) > 0, nil
+	return pop, nil
 }
 
 // WatchEmpty is the manager's watch of p's cgroup.
