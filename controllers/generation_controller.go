@@ -170,7 +170,7 @@ func (r *GenerationReconciler) start(ctx context.Context, s *genScope) (ctrl.Res
 	}
 	if prev, ok := r.handedOff.Load(gen.UID); ok {
 		// Started by this process already; the cache had not caught up.
-		st := prev.(outcome.Start)
+		st := prev.(handoff).start
 		s.facts.prepared, s.facts.start, s.facts.now = &preparedFact{}, &st, r.Clock.Now()
 		return ctrl.Result{}, nil
 	}
@@ -195,7 +195,7 @@ func (r *GenerationReconciler) start(ctx context.Context, s *genScope) (ctrl.Res
 		return ctrl.Result{}, notPrepared
 	}
 	ctrl.LoggerFrom(ctx).Info("prepared and started", kv...)
-	r.handedOff.Store(gen.UID, res.Start)
+	r.handedOff.Store(gen.UID, handoff{start: res.Start, at: s.facts.now})
 	s.facts.prepared = &preparedFact{fresh: true, unit: res.Unit, cgroup: res.Cgroup, warnings: res.Warnings}
 	s.facts.start = &res.Start
 	return ctrl.Result{}, nil
@@ -256,9 +256,31 @@ func (r *GenerationReconciler) probe(ctx context.Context, s *genScope) (ctrl.Res
 	p.timedOut = err != nil && startedAt != nil && r.Clock.Since(startedAt.Time) > timeout
 	s.facts.probe = p
 	if err != nil && !p.timedOut {
-		return ctrl.Result{RequeueAfter: r.ProbeInterval}, nil
+		return ctrl.Result{RequeueAfter: r.probeWait(gen.UID)}, nil
 	}
 	return ctrl.Result{}, nil
+}
+
+// handoff is a start this process handed to the runtime, and when.
+type handoff struct {
+	start outcome.Start
+	at    time.Time
+}
+
+// minProbeWait is the first wait between readiness probes.
+const minProbeWait = 10 * time.Millisecond
+
+// probeWait is the wait before the next readiness probe: short while the
+// app is fresh, since most bind their socket within milliseconds and a
+// whole ProbeInterval would be most of their apply→Ready, then growing to
+// ProbeInterval (half the time since the start, so a slow app costs a
+// few probes more, not a busy loop).
+func (r *GenerationReconciler) probeWait(uid types.UID) time.Duration {
+	h, ok := r.handedOff.Load(uid)
+	if !ok {
+		return r.ProbeInterval // started before this process: no longer fresh
+	}
+	return min(r.ProbeInterval, max(minProbeWait, r.Clock.Since(h.(handoff).at)/2))
 }
 
 // retire stops the generation and proves it gone; always, even for one

@@ -107,8 +107,10 @@ func generationStatus(gen *v1.Generation, f genFacts) []genEvent {
 			now := metav1.NewTime(f.now)
 			st.StartedAt = &now
 			st.InvocationID, st.MainPID = s.InvocationID, int64(s.MainPID)
+			// No Event for the normal path's steps (running, ready): the
+			// conditions say them, and a thousand Instances' worth of
+			// Events is a backlog the API server takes minutes to write.
 			set(v1.ConditionStarted, metav1.ConditionTrue, v1.ReasonRunning, fmt.Sprintf("running as pid %d", s.MainPID))
-			emit(corev1.EventTypeNormal, v1.ReasonRunning, "Start", "generation %d running", n)
 		case outcome.NotStarted:
 			st.Phase = v1.PhaseFailed
 			set(v1.ConditionStarted, metav1.ConditionFalse, v1.ReasonLaunchRefused, msg)
@@ -146,7 +148,6 @@ func generationStatus(gen *v1.Generation, f genFacts) []genEvent {
 		case p.err == nil:
 			st.Phase = v1.PhaseRunning
 			set(v1.ConditionReady, metav1.ConditionTrue, v1.ReasonProbeSucceeded, "readiness probe succeeded")
-			emit(corev1.EventTypeNormal, "Ready", "Probe", "generation %d ready", n)
 		case p.timedOut:
 			st.Phase = v1.PhaseFailed
 			set(v1.ConditionReady, metav1.ConditionFalse, v1.ReasonReadinessTimeout, fmt.Sprintf("not ready within %s: %v", p.timeout, p.err))

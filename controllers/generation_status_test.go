@@ -65,7 +65,7 @@ func TestGenerationStatus(t *testing.T) {
 			gen:   genIn(""),
 			facts: genFacts{prepared: &preparedFact{fresh: true, unit: "u", cgroup: "/c"}, start: &running},
 			want: genSummary{Phase: v1.PhaseStarting, MainPID: 7,
-				Conditions: []string{"Prepared=True/Prepared", "Started=True/Running"}, Events: []string{"Normal/Running"}},
+				Conditions: []string{"Prepared=True/Prepared", "Started=True/Running"}},
 		},
 		"a start refused (proven not run)": {
 			gen:   genIn(""),
@@ -122,7 +122,7 @@ func TestGenerationStatus(t *testing.T) {
 			gen:   genIn(v1.PhaseStarting, "Started=True/Running"),
 			facts: genFacts{probe: &probeFact{}},
 			want: genSummary{Phase: v1.PhaseRunning,
-				Conditions: []string{"Ready=True/ProbeSucceeded", "Started=True/Running"}, Events: []string{"Normal/Ready"}},
+				Conditions: []string{"Ready=True/ProbeSucceeded", "Started=True/Running"}},
 		},
 		"not ready yet": {
 			gen:   genIn(v1.PhaseStarting, "Started=True/Running"),

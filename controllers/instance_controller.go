@@ -204,7 +204,11 @@ func (r *InstanceReconciler) retireGeneration(ctx context.Context, inst *v1.Inst
 	if err := r.Client.Patch(ctx, g, patch); err != nil {
 		return fmt.Errorf("retire generation %d: %w", g.Spec.Number, err)
 	}
-	r.event(inst, corev1.EventTypeNormal, "Retiring", "Retire", "generation %d retired: %s", g.Spec.Number, because)
+	if because != RetiredSuperseded {
+		// A swap's retirement is the Promoted Event's other half; any
+		// other says why here.
+		r.event(inst, corev1.EventTypeNormal, "Retiring", "Retire", "generation %d retired: %s", g.Spec.Number, because)
+	}
 	return nil
 }
 
@@ -230,8 +234,7 @@ func (r *InstanceReconciler) createGeneration(ctx context.Context, inst *v1.Inst
 	if err := r.Client.Create(ctx, g); err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, fmt.Errorf("create generation %d: %w", n, err)
 	}
-	r.event(inst, corev1.EventTypeNormal, "GenerationCreated", "Create", "generation %d created", n)
-	return g, nil
+	return g, nil // no Event: the Generation is its own record
 }
 
 // terminated: the generation's end is proven.

@@ -5,10 +5,8 @@
 package logs
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"strconv"
@@ -149,37 +147,6 @@ func (l *Listener) serve(c net.Conn) {
 		c.Close()
 	}()
 	splitLines(c, l.opts.MaxLine, l.emit)
-}
-
-// splitLines reads r and calls emit for each line (without its newline),
-// cutting lines over max bytes into marked pieces.
-func splitLines(r io.Reader, max int, emit func(text string)) {
-	br := bufio.NewReaderSize(r, max)
-	continued := false
-	for {
-		b, err := br.ReadSlice('\n')
-		cut := errors.Is(err, bufio.ErrBufferFull)
-		if err == nil {
-			b = b[:len(b)-1]
-			if n := len(b); n > 0 && b[n-1] == '\r' {
-				b = b[:n-1]
-			}
-		}
-		if len(b) > 0 || err == nil || continued {
-			text := string(b)
-			if continued {
-				text = ContinuedMark + text
-			}
-			if cut {
-				text += CutMark
-			}
-			emit(text)
-		}
-		continued = cut
-		if err != nil && !cut {
-			return
-		}
-	}
 }
 
 func (l *Listener) emit(text string) {
