@@ -53,4 +53,3 @@ func TestQuietConnectionsHoldNoBuffer(t *testing.T) {
 	}
 	t.Fatalf("the line sent after the quiet spell never arrived; got %v", capt.all())
 }
-
