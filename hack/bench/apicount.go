@@ -99,10 +99,12 @@ func (h *harness) profile(name string, secs int) {
 	go h.savePprof(fmt.Sprintf("profile?seconds=%d", secs), name+".cpu.pprof")
 }
 
-// heapProfile saves the agent's live heap now as <dir>/<name>.heap.pprof.
+// heapProfile saves the agent's live heap now as <dir>/<name>.heap.pprof,
+// and its goroutines as <name>.goroutines.txt.
 func (h *harness) heapProfile(name string) {
 	if h.o.profileDir != "" {
 		h.savePprof("heap?gc=1", name+".heap.pprof")
+		h.savePprof("goroutine?debug=1", name+".goroutines.txt")
 	}
 }
 

@@ -257,6 +257,13 @@ func phaseCreate(ctx context.Context, h *harness, r *results) error {
 		return h.c.Create(ctx, benchInstance(n, "1", h.app))
 	})
 	h.heapProfile("create")
+	r.AgentGoroutines, _ = h.metric("go_goroutines")
+	heap, _ := h.metric("go_memstats_heap_inuse_bytes")
+	stack, _ := h.metric("go_memstats_stack_inuse_bytes")
+	r.AgentHeapMiB, r.AgentStackMiB = heap/(1<<20), stack/(1<<20)
+	pid := h.agent.Process.Pid
+	r.AgentRSSAnonMiB, r.AgentRSSFileMiB = float64(statusKiB(pid, "RssAnon"))/1024, float64(statusKiB(pid, "RssFile"))/1024
+	r.AgentThreads = statusKiB(pid, "Threads")
 	r.PlatformMiBPerInstance, r.AppMiBPerInstance = h.nodeMemory(h.o.n)
 	sum, _ := h.metric(metrics.NameStartDuration + "_sum")
 	count, _ := h.metric(metrics.NameStartDuration + "_count")
@@ -342,7 +349,12 @@ func phaseDelete(ctx context.Context, h *harness, r *results) error {
 	return err
 }
 
+// phaseBatch is a small apply's latency on a settled agent (the delete
+// before it done and its queues empty).
 func phaseBatch(ctx context.Context, h *harness, r *results) error {
+	if err := h.waitQueuesEmpty(ctx, 10*time.Second); err != nil {
+		return err
+	}
 	ns := names("batch", h.o.batch)
 	var err error
 	if r.BatchCreate, err = h.measured(ctx, "batch", ns, served(1), func(n string) error {

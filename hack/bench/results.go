@@ -53,8 +53,15 @@ type results struct {
 	PlatformMiBPerInstance float64  `json:"platformMiBPerInstance"`
 	AppMiBPerInstance      float64  `json:"appMiBPerInstance"`
 	AgentStartMean         float64  `json:"agentStartMeanSeconds"`
-	RawForkExec            *raw     `json:"rawForkExec,omitempty"`
-	RawSystemd             *raw     `json:"rawSystemd,omitempty"`
+	// The agent's Go memory once all were Ready: what its RSS is made of.
+	AgentGoroutines float64 `json:"agentGoroutines"`
+	AgentHeapMiB    float64 `json:"agentHeapInuseMiB"`
+	AgentStackMiB   float64 `json:"agentStackInuseMiB"`
+	AgentRSSAnonMiB float64 `json:"agentRSSAnonMiB"` // its RSS then, private memory
+	AgentRSSFileMiB float64 `json:"agentRSSFileMiB"` // and its binary's pages
+	AgentThreads    int64   `json:"agentThreads"`
+	RawForkExec     *raw    `json:"rawForkExec,omitempty"`
+	RawSystemd      *raw    `json:"rawSystemd,omitempty"`
 }
 
 func percentiles(d []time.Duration) (p50, p90, p99 float64) {
@@ -122,6 +129,8 @@ func (r *results) table() string {
 	row("idle agent: API requests/min", fmt.Sprintf("%.1f", r.IdleAPIRequestsPerMin), "0")
 	row("idle agent: CPU s/min", fmt.Sprintf("%.2f", r.IdleCPUPerMin), "≤ 0.5")
 	row("agent peak RSS", fmt.Sprintf("%.0f MiB", float64(max(r.Create.AgentPeakRSS, r.Swap.AgentPeakRSS, r.Delete.AgentPeakRSS))/(1<<20)), "≤ 64 MiB")
+	row("agent after create: heap, stacks, goroutines", fmt.Sprintf("%.0f MiB, %.0f MiB, %.0f", r.AgentHeapMiB, r.AgentStackMiB, r.AgentGoroutines), "")
+	row("agent after create: RSS anon, file; threads", fmt.Sprintf("%.0f MiB, %.0f MiB; %d", r.AgentRSSAnonMiB, r.AgentRSSFileMiB, r.AgentThreads), "")
 	row("platform memory per Instance (PSS)", fmt.Sprintf("%.2f MiB (app: %.2f)", r.PlatformMiBPerInstance, r.AppMiBPerInstance), "≤ 1 MiB")
 	row("agent's start, mean (its own metric)", fmt.Sprintf("%.1f ms", r.AgentStartMean*1000), "")
 	if rf := r.RawForkExec; rf != nil {

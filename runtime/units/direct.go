@@ -284,11 +284,11 @@ func awaitReport(ctx context.Context, unit string, sh *warmShim) (outcome.StartK
 		// it exec'd nothing.
 		select {
 		case <-sh.done:
-			ps := sh.state
-			if c := ps.ExitCode(); c == shim.ExitRefused || c == shim.ExitIdle {
-				return outcome.NotStarted, 0, fmt.Errorf("units: shim for %s refused (status %d)", unit, ps.ExitCode())
+			ws := sh.state
+			if c := ws.ExitStatus(); ws.Exited() && (c == shim.ExitRefused || c == shim.ExitIdle) {
+				return outcome.NotStarted, 0, fmt.Errorf("units: shim for %s refused (status %d)", unit, c)
 			}
-			return outcome.MayHaveRun, 0, fmt.Errorf("units: shim for %s ended (%v) without a report", unit, ps)
+			return outcome.MayHaveRun, 0, fmt.Errorf("units: shim for %s ended (%s) without a report", unit, describeWait(ws))
 		case <-ctx.Done():
 			return outcome.MayHaveRun, 0, fmt.Errorf("units: start %s: %w", unit, ctx.Err())
 		}

@@ -29,11 +29,11 @@ var errHandOff = errors.New("units: shim did not take its job")
 // until the job pipe delivers a whole job.
 type warmShim struct {
 	pid     int
-	lowPrio bool             // started in shim.IdleSched
-	job     *os.File         // write end: the job, then close
-	report  *os.File         // read end of the report pipe
-	done    chan struct{}    // closed once the shim is reaped
-	state   *os.ProcessState // how it ended, set before done closes
+	lowPrio bool               // started in shim.IdleSched
+	job     *os.File           // write end: the job, then close
+	report  *os.File           // read end of the report pipe
+	done    chan struct{}      // closed once the shim is reaped
+	state   syscall.WaitStatus // how it ended, set before done closes
 }
 
 // shimPool holds the idle shims; it is filled after each start, never
@@ -88,8 +88,8 @@ func (b *Direct) spawnShim(idle bool) (*warmShim, error) {
 	// The shim is the agent's child until the agent dies: reap it.
 	s := &warmShim{pid: cmd.Process.Pid, lowPrio: lowPrio, job: jw, report: rr, done: make(chan struct{})}
 	go func() {
-		_ = cmd.Wait()
-		s.state = cmd.ProcessState
+		s.state, _ = reapChild(cmd.Process.Pid) // an error leaves a zero status: "exit 0", never a refusal
+		cmd.Process.Release()
 		close(s.done)
 	}()
 	return s, nil

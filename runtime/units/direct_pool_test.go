@@ -104,8 +104,8 @@ func TestDirectCloseEndsIdleShims(t *testing.T) {
 	for _, s := range idle {
 		select {
 		case <-s.done:
-			if ps := s.state; ps.ExitCode() != shim.ExitIdle {
-				t.Errorf("idle shim %d ended %v, want exit %d", s.pid, ps, shim.ExitIdle)
+			if ws := s.state; !ws.Exited() || ws.ExitStatus() != shim.ExitIdle {
+				t.Errorf("idle shim %d ended %s, want exit %d", s.pid, describeWait(ws), shim.ExitIdle)
 			}
 		default:
 			t.Errorf("idle shim %d still running after Close", s.pid)
@@ -191,8 +191,8 @@ func TestWarmShimIgnoresPartialJob(t *testing.T) {
 		_ = syscall.Kill(s.pid, syscall.SIGKILL)
 		<-s.done
 	}
-	if ps := s.state; ps.ExitCode() != shim.ExitIdle {
-		t.Errorf("shim with a partial job ended %v, want exit %d", ps, shim.ExitIdle)
+	if ws := s.state; !ws.Exited() || ws.ExitStatus() != shim.ExitIdle {
+		t.Errorf("shim with a partial job ended %s, want exit %d", describeWait(ws), shim.ExitIdle)
 	}
 	if _, err := os.Stat(filepath.Join(inst.ExitDir(), record.Name(p, record.PidSuffix))); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("pid record after a partial job: %v", err)
