@@ -218,6 +218,8 @@ func (h *harness) measured(ctx context.Context, name string, names []string, con
 	}
 	defer stop()
 	cpu0, _, _ := h.agentUsage()
+	cp0 := controlPlaneCPU()
+	busy0, total0 := machineCPU()
 	req0, _ := h.apiRequests()
 	srv0, _ := h.apiserverRequests(ctx)
 	h.profile(name, 20)
@@ -229,6 +231,11 @@ func (h *harness) measured(ctx context.Context, name string, names []string, con
 	werr := tr.wait(ctx, h.o.phaseLimit)
 	p.All = time.Since(t0).Seconds()
 	cpu1, rss, _ := h.agentUsage()
+	busy1, total1 := machineCPU()
+	p.ControlPlaneCPU = (controlPlaneCPU() - cp0).Seconds()
+	if total1 > total0 {
+		p.MachineBusy = (busy1 - busy0) / (total1 - total0)
+	}
 	req1, _ := h.apiRequests()
 	srv1, _ := h.apiserverRequests(ctx)
 	p.ServerRequests = perInstance(srv0, srv1, len(names))

@@ -26,6 +26,10 @@ type phase struct {
 	AgentCPU               float64 `json:"agentCPUSeconds"`
 	AgentPeakRSS           int64   `json:"agentPeakRSSBytes"`
 	APIRequestsPerInstance float64 `json:"apiRequestsPerInstance"`
+	// ControlPlaneCPU: kube-apiserver's and etcd's CPU seconds; MachineBusy:
+	// the share of all cores busy over the phase (1: none idle).
+	ControlPlaneCPU float64 `json:"controlPlaneCPUSeconds"`
+	MachineBusy     float64 `json:"machineBusy"`
 	// ServerRequests: the API server's count per Instance by call, from
 	// every client (the bench's own: one create, patch or delete each).
 	ServerRequests []string `json:"serverRequestsPerInstance,omitempty"`
@@ -120,6 +124,7 @@ func (r *results) table() string {
 		row(name+": all done", fmt.Sprintf("%.1f s (%d/%d)", p.All, p.Reached, r.N), target)
 		row(name+": per Instance p50/p90/p99", fmt.Sprintf("%.2f/%.2f/%.2f s", p.P50, p.P90, p.P99), "")
 		row(name+": agent CPU, API requests per Instance", fmt.Sprintf("%.1f s, %.1f", p.AgentCPU, p.APIRequestsPerInstance), "")
+		row(name+": API server+etcd CPU, cores busy", fmt.Sprintf("%.1f s, %.0f%%", p.ControlPlaneCPU, 100*p.MachineBusy), "")
 	}
 	ph("create", r.Create, "≤ 15 s")
 	ph("overlap swap", r.Swap, "")

@@ -50,7 +50,7 @@ func Discover(cfg Config) ([]Discovered, error) {
 // costs no look at the others. A parent that does not exist has no
 // children.
 func DiscoverParent(cfg Config, name string) (Discovered, error) {
-	mode, h, err := detect(cfg.MountRoot)
+	mode, h, err := detectOnce(cfg.MountRoot)
 	if err != nil {
 		return Discovered{}, err
 	}

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
@@ -54,6 +55,29 @@ type hierarchies map[string]string
 func DetectMode(mountRoot string) (Mode, error) {
 	m, _, err := detect(mountRoot)
 	return m, err
+}
+
+// detected holds detect's answers by mount root: the arrangement of a
+// node's cgroups does not change under a running process, and a per-call
+// detect reads the whole node's mount table (v1) for every Instance that
+// lists its units.
+var detected sync.Map // mount root → detection
+
+type detection struct {
+	mode Mode
+	h    hierarchies
+}
+
+// detectOnce is detect, remembered after its first success.
+func detectOnce(mountRoot string) (Mode, hierarchies, error) {
+	if d, ok := detected.Load(mountRoot); ok {
+		return d.(detection).mode, d.(detection).h, nil
+	}
+	mode, h, err := detect(mountRoot)
+	if err == nil {
+		detected.Store(mountRoot, detection{mode, h})
+	}
+	return mode, h, err
 }
 
 func detect(mountRoot string) (Mode, hierarchies, error) {

@@ -38,6 +38,9 @@ func (b *Direct) RemoveParent(_ context.Context, inst layout.Instance) error {
 	if err := m.Remove(); err != nil {
 		return fmt.Errorf("units: remove cgroup %s: %w", inst.Cgroup(), err)
 	}
+	b.mu.Lock()
+	delete(b.managers, inst.Cgroup()) // gone with its Instance: the map holds live ones only
+	b.mu.Unlock()
 	return nil
 }
 

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// machineCPU is the machine's busy and total CPU time so far (/proc/stat),
+// in USER_HZ ticks: over a phase, busy/total says whether the cores, not
+// the agent's waits, were the bound.
+func machineCPU() (busy, total float64) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	for i, v := range f[1:] {
+		n, _ := strconv.ParseFloat(v, 64)
+		total += n
+		if i != 3 && i != 4 { // idle, iowait
+			busy += n
+		}
+	}
+	return busy, total
+}
+
+// controlPlaneCPU is the CPU time so far of this process's kube-apiserver
+// and etcd (the bench's children, by name).
+func controlPlaneCPU() time.Duration {
+	self := strconv.Itoa(os.Getpid())
+	ents, _ := os.ReadDir("/proc")
+	var sum time.Duration
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		comm := s[strings.IndexByte(s, '(')+1 : strings.LastIndexByte(s, ')')]
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if (comm != "kube-apiserver" && comm != "etcd") || f[1] != self {
+			continue
+		}
+		if cpu, _, err := procUsage(pid); err == nil {
+			sum += cpu
+		}
+	}
+	return sum
+}
