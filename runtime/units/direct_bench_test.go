@@ -2,6 +2,7 @@ package units
 
 import (
 	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
@@ -29,8 +30,15 @@ var benchPaces = []struct {
 // with a raw fork/exec of the same trampoline command into a fresh child
 // cgroup (created, started, placed by the parent: v1 has no
 // CLONE_INTO_CGROUP). Stops and pauses are not timed.
+//
+// UNITLET_SHIM_BINARY=<path to unitlet-shim> runs both arms with the
+// binary the agent uses (`make build`), not this test binary: the figure
+// a node sees.
 func BenchmarkDirectStart(b *testing.B) {
 	env := newDEnv(b)
+	if exe := os.Getenv("UNITLET_SHIM_BINARY"); exe != "" {
+		env.exe = exe
+	}
 	ctx := context.Background()
 	be := env.backend(b, 1<<40)
 	// Generations are never reused: each start gets the next, across
