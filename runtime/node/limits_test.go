@@ -2,6 +2,9 @@ package node
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -9,6 +12,7 @@ import (
 
 	"github.com/unitlet/unitlet/runtime/cgroups"
 	"github.com/unitlet/unitlet/runtime/outcome"
+	"github.com/unitlet/unitlet/runtime/units"
 )
 
 // TestParentLimits: a raise reaches the instance parent's files, and a
@@ -52,5 +56,51 @@ func TestParentLimits(t *testing.T) {
 	}
 	if diff := cmp.Diff(r.Parent.MemoryBytes, read()); diff != "" {
 		t.Errorf("after restore (-want,+got):\n%s", diff)
+	}
+}
+
+// A tier's pids are the app's own: at the validated minimum, 8, the app
+// runs 8 tasks of its own, the shim and the trampoline counted apart
+// (units.PlatformTasks is what the controllers add to every tier).
+func TestAppRunsItsWholePidsBudget(t *testing.T) {
+	e := newEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r := e.appRequest("pids", 1)
+	r.Command, r.Args = []string{"/bin/sh"}, []string{"-c", "for i in 1 2 3 4 5 6 7; do sleep 1000 & done; wait"}
+	r.Tier = cgroups.Tier{MemoryBytes: 64 << 20, Pids: 8 + units.PlatformTasks}
+	e.retireAtEnd(t, r.Ref)
+	if got := e.node.Start(ctx, r); got.Start.Kind != outcome.Running {
+		t.Fatalf("start: %v (%v)", got.Start.Kind, got.Start.Cause)
+	}
+	p, err := e.node.procOf(r.Ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	child, err := p.Cgroup()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := e.direct.Manager(p.Instance())
+	if err != nil {
+		t.Fatal(err)
+	}
+	appTasks := func() int {
+		pids, _ := m.Pids(child)
+		n := 0
+		for _, pid := range pids {
+			comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+			if c := strings.TrimSpace(string(comm)); c == "sh" || c == "sleep" {
+				n++
+			}
+		}
+		return n
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for appTasks() < 8 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got := appTasks(); got != 8 {
+		t.Errorf("the app runs %d tasks under pids: 8, want all 8", got)
 	}
 }
