@@ -237,15 +237,28 @@ func (b *Direct) claim(spec Spec) (claimed, error) {
 	if err := m.EnsureParent(spec.Parent); err != nil {
 		return claimed{}, fmt.Errorf("units: %s: %w", unit, err)
 	}
-	if p.Generation() != 0 {
-		_, err = m.CreateGeneration(p.Generation(), spec.Tier)
-	} else {
-		_, err = m.CreateRole(child)
+	create := func() error {
+		if p.Generation() != 0 {
+			_, err := m.CreateGeneration(p.Generation(), spec.Tier)
+			return err
+		}
+		_, err := m.CreateRole(child)
+		return err
+	}
+	dir, rec := p.Instance().ExitDir(), record.Name(p, record.StartSuffix)
+	err = create()
+	if errors.Is(err, cgroups.ErrChildExists) && leftBeforeStart(m, child, dir, rec) {
+		// An agent died between making the child and recording the
+		// start: nothing was handed to a shim, so the empty child is only
+		// a leftover, removed and made fresh.
+		if err = m.RemoveChild(child); err == nil {
+			err = create()
+		}
 	}
 	if err != nil {
 		return claimed{}, fmt.Errorf("units: %s: %w", unit, err)
 	}
-	c := claimed{m: m, child: child, dir: p.Instance().ExitDir(), rec: record.Name(p, record.StartSuffix)}
+	c := claimed{m: m, child: child, dir: dir, rec: rec}
 	if c.id, err = newInvocationID(); err != nil {
 		c.undo()
 		return claimed{}, err
@@ -269,6 +282,16 @@ func (b *Direct) claim(spec Spec) (claimed, error) {
 		return claimed{}, fmt.Errorf("units: %s: %w", unit, err)
 	}
 	return c, nil
+}
+
+// leftBeforeStart: child exists, but holds no process and no start of it
+// was ever recorded (the record is written before a shim gets the job).
+func leftBeforeStart(m cgroups.Manager, child, dir, rec string) bool {
+	if pop, err := m.Populated(child); err != nil || pop {
+		return false
+	}
+	var sr record.Start
+	return record.Missing(record.Read(dir, rec, &sr))
 }
 
 // awaitReport reads the shim's report and says what it proves: Running
