@@ -30,6 +30,9 @@ type fakeRuntime struct {
 	listGate chan struct{}
 	// refEnv is the Secret/ConfigMap env of each slot's last start.
 	refEnv map[node.Ref]map[string]string
+	// drains are the answers Drain gives a slot, one per call, the last
+	// one repeated; none: nothing to drain.
+	drains map[node.Ref][]node.DrainState
 }
 
 func newFakeRuntime() *fakeRuntime {
@@ -37,6 +40,7 @@ func newFakeRuntime() *fakeRuntime {
 		start: map[node.Ref]outcome.StartKind{}, probe: map[node.Ref]error{},
 		unproven: map[node.Ref]outcome.KillReason{}, running: map[node.Ref]bool{}, exits: map[node.Ref]*outcome.Exit{},
 		events: make(chan node.Ref, 64), refEnv: map[node.Ref]map[string]string{},
+		drains: map[node.Ref][]node.DrainState{},
 	}
 }
 
@@ -150,6 +154,26 @@ func (f *fakeRuntime) Promote(_ context.Context, ref node.Ref) (string, error) {
 	defer f.mu.Unlock()
 	f.record("promote %s/%s", ref.Name, slot(ref))
 	return "/run/unitlet/" + ref.Namespace + "/" + ref.Name + "/app.sock", nil
+}
+
+// Activity and Listen: no activated Instance runs on the fake.
+func (f *fakeRuntime) Activity(node.InstanceRef) node.Activity { return node.Activity{} }
+
+func (f *fakeRuntime) Listen(context.Context, node.InstanceRef) error { return nil }
+
+// Drain is not recorded among the calls: it only looks.
+func (f *fakeRuntime) Drain(_ context.Context, ref node.Ref) (node.DrainState, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	q := f.drains[ref]
+	if len(q) == 0 {
+		return node.DrainState{}, nil
+	}
+	d := q[0]
+	if len(q) > 1 {
+		f.drains[ref] = q[1:]
+	}
+	return d, nil
 }
 
 func (f *fakeRuntime) Retire(_ context.Context, ref node.Ref, _ time.Duration) outcome.Kill {

@@ -61,6 +61,9 @@ type GenerationReconciler struct {
 	// by Generation UID, so a reconcile that reads a cache older than its
 	// own status patch never starts the same generation twice.
 	handedOff sync.Map
+	// draining remembers when this process began each drain, by
+	// Generation UID (a condition's time has only seconds).
+	draining sync.Map
 	// phases is each of this node's Generations' last phase, for the
 	// phase gauge: one entry changed per reconcile, never a list.
 	phases phaseCounts
@@ -98,7 +101,7 @@ func (r *GenerationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	before := gen.DeepCopy()
 	defer func() {
 		for _, e := range generationStatus(gen, s.facts) {
-			r.event(gen, e.typ, e.reason, e.action, "%s", e.msg)
+			r.emit(ctx, gen, e)
 		}
 		gen.Status.ObservedGeneration = gen.Generation
 		if err := patchStatus(ctx, r.Client, gen, before, !equality.Semantic.DeepEqual(before.Status, gen.Status)); err != nil {
@@ -109,7 +112,7 @@ func (r *GenerationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 
 	phases := []genPhase{r.ensureFinalizer, r.start, r.observe, r.probe}
 	if stopping {
-		phases = []genPhase{r.retire, r.release}
+		phases = []genPhase{r.drain, r.retire, r.release}
 	}
 	for _, phase := range phases {
 		if res, err := phase(ctx, s); err != nil || !res.IsZero() || s.done {
@@ -354,6 +357,17 @@ func (p *phaseCounts) forget(key types.NamespacedName) {
 		p.counts[string(old)]--
 		metrics.SetGenerationPhases(p.counts)
 	}
+}
+
+// emit records e on gen, or on its Instance with gen related.
+func (r *GenerationReconciler) emit(ctx context.Context, gen *v1.Generation, e genEvent) {
+	if e.onInstance && r.Recorder != nil {
+		if inst := r.instanceOf(ctx, gen); inst != nil {
+			r.Recorder.Eventf(inst, gen, e.typ, e.reason, e.action, "%s", e.msg)
+			return
+		}
+	}
+	r.event(gen, e.typ, e.reason, e.action, "%s", e.msg)
 }
 
 func (r *GenerationReconciler) event(obj client.Object, typ, reason, action, note string, args ...any) {

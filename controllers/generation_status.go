@@ -39,6 +39,8 @@ type genFacts struct {
 	unresolved string
 	// probe: one readiness probe and whether its timeout has passed.
 	probe *probeFact
+	// drain: a superseded generation's drain before its stop.
+	drain *drainFact
 	// kill: a retirement's proof.
 	kill *outcome.Kill
 }
@@ -58,6 +60,9 @@ type probeFact struct {
 // genEvent is an event the status change calls for.
 type genEvent struct {
 	typ, reason, action, msg string
+	// onInstance: the event is about the Instance's swap (regarding the
+	// Instance, related to the Generation).
+	onInstance bool
 }
 
 // generationStatus writes gen's status from f, and returns the events
@@ -154,6 +159,11 @@ func generationStatus(gen *v1.Generation, f genFacts) []genEvent {
 			emit(corev1.EventTypeWarning, v1.ReasonReadinessTimeout, "Probe", "generation %d not ready within %s", n, p.timeout)
 		default:
 			set(v1.ConditionReady, metav1.ConditionFalse, v1.ReasonProbing, p.err.Error())
+		}
+	}
+	if d := f.drain; d != nil {
+		if e := drainStatus(gen, d, set); e != nil {
+			evs = append(evs, *e)
 		}
 	}
 	if k := f.kill; k != nil {

@@ -92,8 +92,8 @@ func (r *InstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_
 		}
 	}()
 
-	phases := []swapPhase{s.gateOpen, s.ensureFinalizer, s.checkHost, s.suspendIfAsked, s.checkIdentity,
-		s.ensureSeed, s.ensureLatest, s.pruneHistory, s.advance}
+	phases := []swapPhase{s.gateOpen, s.ensureFinalizer, s.checkHost, s.suspendIfAsked, s.sleepOrWake, s.checkIdentity,
+		s.ensureSeed, s.ensureLatest, s.pruneHistory, s.advance, s.fallAsleepIfIdle}
 	if !inst.DeletionTimestamp.IsZero() {
 		phases = []swapPhase{s.finalize}
 	}

@@ -24,7 +24,7 @@ func exited(g *v1.Generation) bool {
 // swap) ended on its own. A generation with the template follows.
 func nothingRuns(latest, active *v1.Generation) bool {
 	switch retiredBecause(latest) {
-	case RetiredSuspended, RetiredExited:
+	case RetiredSuspended, RetiredExited, RetiredIdle:
 		return true
 	}
 	return active != nil && retiredBecause(active) == RetiredExited

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"fmt"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -56,11 +57,15 @@ func computeInstanceStatus(inst *v1.Instance, gens []*v1.Generation, n note, ok 
 			active = g
 		}
 	}
-	reconciling := n.reconciling || (active == nil && !inst.Spec.Suspend && !stalled)
+	idle, waking := inst.Status.IdleSince != nil, inst.Status.WokenAt != nil
+	reconciling := n.reconciling || (active == nil && !inst.Spec.Suspend && !stalled && !idle)
 	if reconciling {
 		reason, msg := n.reason, n.msg
 		if reason == "" {
 			reason, msg = v1.ReasonProgressing, "waiting for a generation to serve"
+		}
+		if waking {
+			reason, msg = v1.ReasonWaking, fmt.Sprintf("woken by a connection at %s: %s", inst.Status.WokenAt.Format(time.RFC3339), msg)
 		}
 		set(v1.ConditionReconciling, metav1.ConditionTrue, reason, msg)
 	} else {
@@ -80,6 +85,14 @@ func computeInstanceStatus(inst *v1.Instance, gens []*v1.Generation, n note, ok 
 		set(v1.ConditionReady, metav1.ConditionTrue, v1.ReasonSuspended, "suspended: no generation runs, as asked")
 	case stalled:
 		set(v1.ConditionReady, metav1.ConditionFalse, n.reason, n.msg)
+	case idle && reconciling:
+		set(v1.ConditionReady, metav1.ConditionFalse, v1.ReasonIdle, n.msg)
+	case idle:
+		// Asleep is a state reached, and the socket answers: the next
+		// connection waits for the generation it starts.
+		set(v1.ConditionReady, metav1.ConditionTrue, v1.ReasonIdle, n.msg)
+	case waking:
+		set(v1.ConditionReady, metav1.ConditionFalse, v1.ReasonWaking, "a connection woke it; a generation is starting to answer it")
 	case active == nil:
 		set(v1.ConditionReady, metav1.ConditionFalse, orDefault(n.reason, v1.ReasonProgressing), orDefault(n.msg, "no generation serves yet"))
 	case !ready(active):

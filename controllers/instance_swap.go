@@ -185,6 +185,7 @@ func (s *swap) promote(ctx context.Context, latest *v1.Generation) error {
 	}
 	metrics.ObserveSwap(string(s.inst.Spec.Strategy), "Promoted", s.r.Clock.Since(latest.CreationTimestamp.Time))
 	s.inst.Status.ActiveGeneration, s.inst.Status.Socket = latest.Spec.Number, sock
+	s.woken()
 	s.r.event(s.inst, corev1.EventTypeNormal, "Promoted", "Swap", "generation %d now serves %s", latest.Spec.Number, sock)
 	if active != nil {
 		if err := s.r.retireGeneration(ctx, s.inst, active, RetiredSuperseded); err != nil {
@@ -223,6 +224,7 @@ func (s *swap) suspend(ctx context.Context) (ctrl.Result, error) {
 		return ctrl.Result{}, err
 	}
 	s.inst.Status.ActiveGeneration = 0
+	s.inst.Status.IdleSince, s.inst.Status.WokenAt = nil, nil // resumed, it starts at once
 	s.note = note{reason: v1.ReasonSuspended, msg: "suspended: no generation runs"}
 	return ctrl.Result{}, nil
 }

@@ -41,6 +41,9 @@ const (
 	// was to replace one that had), and a successor with the same
 	// template takes its place.
 	RetiredExited = "Exited"
+	// RetiredIdle: no connection reached its socket for idleAfter; the
+	// next one starts a generation with the same template.
+	RetiredIdle = "Idle"
 )
 
 // templateHash is a stable digest of a template: encoding/json sorts map
@@ -159,5 +162,6 @@ func startRequest(ctx context.Context, reader client.Reader, inst *v1.Instance, 
 	return node.StartRequest{
 		Ref: ref, Host: inst.Spec.Host, SpecEnv: specEnv(t), RefEnv: refs,
 		WorkingDir: t.WorkingDir, User: t.User, AllowRoot: allowRoot, Parent: tierOf(t.Tier),
+		Activated: inst.Spec.SocketActivation != nil,
 	}, nil
 }

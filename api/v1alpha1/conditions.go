@@ -14,6 +14,9 @@ const (
 	ConditionPrepared   = "Prepared"
 	ConditionStarted    = "Started"
 	ConditionTerminated = "Terminated"
+	// ConditionDrained: a generation superseded by a swap was left to
+	// finish what its listener had queued and accepted before its stop.
+	ConditionDrained = "Drained"
 
 	// Enrollment conditions.
 	ConditionGuardArmed = "GuardArmed"
@@ -23,10 +26,15 @@ const (
 
 // Condition reasons: one CamelCase word each.
 const (
-	ReasonReconciled       = "Reconciled"
-	ReasonProgressing      = "Progressing"
-	ReasonSwapping         = "Swapping"
-	ReasonSuspended        = "Suspended"
+	ReasonReconciled  = "Reconciled"
+	ReasonProgressing = "Progressing"
+	ReasonSwapping    = "Swapping"
+	ReasonSuspended   = "Suspended"
+	// ReasonIdle: an activated Instance sleeps, its socket held by the
+	// agent (Ready=True); ReasonWaking: a connection woke it and a
+	// generation is starting to answer it (Ready=False, Reconciling=True).
+	ReasonIdle             = "Idle"
+	ReasonWaking           = "Waking"
 	ReasonSwapAborted      = "SwapAborted"
 	ReasonSeedFailed       = "SeedFailed"
 	ReasonReadinessTimeout = "ReadinessTimeout"
@@ -87,6 +95,13 @@ const (
 	ReasonCgroupNotEmpty = "CgroupNotEmpty"
 	ReasonProofTimedOut  = "ProofTimedOut"
 	ReasonNoDelegation   = "NoDelegation"
+
+	// Drained: Unknown/Draining while the old generation still holds a
+	// queued or accepted connection; True/DrainProven once the kernel
+	// showed none; False/DrainLimit when the limit ended the wait.
+	ReasonDraining    = "Draining"
+	ReasonDrainProven = "DrainProven"
+	ReasonDrainLimit  = "DrainLimit"
 
 	// Enrollment. The Hosting condition's reason is the join stage
 	// (AwaitingApproval, GuardNotArmed, Hosting, ApprovalRevoked,

@@ -45,6 +45,25 @@ type InstanceSpec struct {
 	// +kubebuilder:default=Overlap
 	Strategy Strategy `json:"strategy,omitempty"`
 
+	// DrainLimitSeconds bounds the drain after a swap: the old generation
+	// is asked to stop only once the kernel shows its listener drained
+	// (nothing queued, no connection it accepted still open), or after
+	// this long. 0 stops it at the flip.
+	// +optional
+	// +kubebuilder:default=30
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=3600
+	DrainLimitSeconds *int32 `json:"drainLimitSeconds,omitempty"`
+
+	// SocketActivation, when set, has the agent bind the Instance's
+	// listening socket and hand it to each generation as fd 3 (the
+	// sd_listen_fds protocol: LISTEN_FDS=1, LISTEN_PID, LISTEN_FDNAMES=app),
+	// so connections wait in its queue, never refused, while no generation
+	// runs (a restart, a Replace swap, a wake). UNITLET_APP_SOCKET stays
+	// in the env, bound already. It applies from the next generation.
+	// +optional
+	SocketActivation *SocketActivation `json:"socketActivation,omitempty"`
+
 	// Template is what runs; any change makes a new Generation.
 	Template Template `json:"template"`
 
@@ -63,6 +82,17 @@ type InstanceSpec struct {
 	GenerationHistoryLimit *int32 `json:"generationHistoryLimit,omitempty"`
 }
 
+// SocketActivation is how the agent holds an Instance's socket.
+type SocketActivation struct {
+	// IdleAfter, when set, stops every generation once no connection has
+	// reached the socket for this long (Ready=True, reason Idle); the next
+	// connection starts one (reason Waking until it is ready) and is
+	// answered by it.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s')",message="idleAfter must be at least 1s"
+	IdleAfter *metav1.Duration `json:"idleAfter,omitempty"`
+}
+
 // Overlap is the Instance-wide limit during an Overlap swap.
 type Overlap struct {
 	// +optional
@@ -79,6 +109,16 @@ type InstanceStatus struct {
 	// ActiveGeneration is the Generation that gets new connections.
 	// +optional
 	ActiveGeneration int64 `json:"activeGeneration,omitempty"`
+
+	// IdleSince is set while the Instance sleeps (socketActivation.idleAfter):
+	// no generation runs and the agent holds its socket.
+	// +optional
+	IdleSince *metav1.Time `json:"idleSince,omitempty"`
+
+	// WokenAt is when a connection woke the sleeping Instance; it is
+	// cleared once a generation serves again.
+	// +optional
+	WokenAt *metav1.Time `json:"wokenAt,omitempty"`
 
 	// Socket is the stable path of the app's socket on its node.
 	// +optional

@@ -15,6 +15,8 @@ const (
 	NameKillToEmpty       = "unitlet_kill_to_empty_seconds"
 	NamePrepareStep       = "unitlet_prepare_step_seconds"
 	NameSwapDuration      = "unitlet_swap_duration_seconds"
+	NameDrainDuration     = "unitlet_drain_duration_seconds"
+	NameWakeDuration      = "unitlet_wake_duration_seconds"
 	NameAgentMode         = "unitlet_agent_mode"
 	NameAgentInfo         = "unitlet_agent_info"
 )
@@ -32,6 +34,8 @@ type collectors struct {
 	killToEmpty       prometheus.Histogram
 	prepareStep       *prometheus.HistogramVec
 	swapDuration      *prometheus.HistogramVec
+	drainDuration     *prometheus.HistogramVec
+	wakeDuration      prometheus.Histogram
 	agentMode         *prometheus.GaugeVec
 	agentInfo         *prometheus.GaugeVec
 }
@@ -86,6 +90,16 @@ func newCollectors() *collectors {
 			Help:    "Duration of a swap from one Generation to the next, by strategy and result.",
 			Buckets: swapBuckets,
 		}, []string{"strategy", "result"}),
+		drainDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    NameDrainDuration,
+			Help:    "Time from a swap's flip until the old Generation was stopped, by how the wait ended: proven (nothing queued, no accepted connection open) or limit.",
+			Buckets: shortBuckets,
+		}, []string{"result"}),
+		wakeDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    NameWakeDuration,
+			Help:    "Time from the connection that woke an idle Instance until a generation served it.",
+			Buckets: shortBuckets,
+		}),
 		agentMode: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: NameAgentMode,
 			Help: "The agent's mode: 1 for the current one (joining or hosting), 0 for the others.",
@@ -100,6 +114,6 @@ func newCollectors() *collectors {
 func (c *collectors) all() []prometheus.Collector {
 	return []prometheus.Collector{
 		c.instanceCondition, c.instanceSuspended, c.generations, c.starts, c.startDuration, c.kills,
-		c.killToEmpty, c.prepareStep, c.swapDuration, c.agentMode, c.agentInfo,
+		c.killToEmpty, c.prepareStep, c.swapDuration, c.drainDuration, c.wakeDuration, c.agentMode, c.agentInfo,
 	}
 }

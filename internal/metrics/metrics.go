@@ -51,6 +51,14 @@ func ObservePrepareStep(step string, d time.Duration) { std.observePrepareStep(s
 // result.
 func ObserveSwap(strategy, result string, d time.Duration) { std.observeSwap(strategy, result, d) }
 
+// ObserveDrain records how long a superseded Generation was left to
+// drain, by result (DrainProven, DrainLimit).
+func ObserveDrain(result string, d time.Duration) { std.observeDrain(result, d) }
+
+// ObserveWake records how long the connection that woke an idle Instance
+// waited for a generation to serve.
+func ObserveWake(d time.Duration) { std.observeWake(d) }
+
 // SetMode makes mode (ModeJoining or ModeHosting) the one at 1.
 func SetMode(mode string) { std.setMode(mode) }
 

@@ -177,6 +177,12 @@ func (r *recorder) observePrepareStep(step string, d time.Duration) {
 	r.c.prepareStep.WithLabelValues(step).Observe(d.Seconds())
 }
 
+func (r *recorder) observeDrain(result string, d time.Duration) {
+	r.c.drainDuration.WithLabelValues(result).Observe(d.Seconds())
+}
+
+func (r *recorder) observeWake(d time.Duration) { r.c.wakeDuration.Observe(d.Seconds()) }
+
 func (r *recorder) observeSwap(strategy, result string, d time.Duration) {
 	r.c.swapDuration.WithLabelValues(strategy, result).Observe(d.Seconds())
 }

@@ -35,6 +35,16 @@ type File struct {
 	WorkingDir string   `json:"workingDir,omitempty"`
 	Identity   Identity `json:"identity"`
 	Writable   []string `json:"writable,omitempty"`
+	// Listen, when set, is socket activation: the trampoline fetches the
+	// listening socket offered under Key at the agent's Handoff socket and
+	// execs the app with it as fd 3 (LISTEN_FDS=1).
+	Listen *Listen `json:"listen,omitempty"`
+}
+
+// Listen is where a generation's listening socket is fetched from.
+type Listen struct {
+	Handoff string `json:"handoff"`
+	Key     string `json:"key"`
 }
 
 // Identity is who the process runs as (the Instance's resolved
@@ -82,6 +92,9 @@ func (f File) Validate() error {
 		if g < 0 {
 			return bad("group %d is negative", g)
 		}
+	}
+	if l := f.Listen; l != nil && (!filepath.IsAbs(l.Handoff) || l.Key == "" || strings.ContainsAny(l.Key, "\n\x00")) {
+		return bad("listen: hand-off %q must be absolute and key %q one line", l.Handoff, l.Key)
 	}
 	for _, w := range f.Writable {
 		if !filepath.IsAbs(w) || filepath.Clean(w) != w || w == "/" {

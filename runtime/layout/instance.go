@@ -190,3 +190,8 @@ func isDNSSubdomain(s string) bool {
 	}
 	return true
 }
+
+// HandoffSocket is where the agent hands activated generations their
+// listening socket (runtime/activation); no namespace (a DNS label) can
+// take the name.
+func (l Layout) HandoffSocket() string { return filepath.Join(l.RunRoot, "activation.sock") }

@@ -54,6 +54,9 @@ type StartRequest struct {
 	Tier       cgroups.Tier // the slot's own limit (zero for seed/sidecar)
 	Parent     cgroups.Tier // the instance parent's floor (the tier)
 	Grace      time.Duration
+	// Activated: the agent binds the generation's listening socket and
+	// hands it over as fd 3 (run role only; see runtime/activation).
+	Activated bool
 }
 
 // Step is one timed prepare step.
@@ -102,6 +105,10 @@ type Runtime interface {
 	// Promote flips the Instance's stable app.sock to generation ref
 	// atomically and returns the stable socket path.
 	Promote(ctx context.Context, ref Ref) (string, error)
+	// Drain says whether generation ref, superseded by a swap, may be
+	// stopped without cutting a connection: its listener's queue empty
+	// and nothing it accepted still open, as the kernel reports them.
+	Drain(ctx context.Context, ref Ref) (DrainState, error)
 	// Retire stops the slot gracefully (SIGTERM, grace, kill) and proves
 	// it gone: Proven only when the stop was answered, the unit is
 	// inactive and its cgroup was seen empty.
@@ -125,6 +132,12 @@ type Runtime interface {
 	// Events delivers a slot whenever its unit or cgroup changed (exited,
 	// emptied), so reconcilers need no polling loop.
 	Events() <-chan Ref
+	// Activity says when a connection last reached an activated
+	// Instance's socket, and whether one is queued or open now.
+	Activity(inst InstanceRef) Activity
+	// Listen makes sure the agent holds an activated Instance's socket
+	// while none of its generations runs, so a connection wakes it.
+	Listen(ctx context.Context, inst InstanceRef) error
 	// StableSocket is where the Instance's app answers.
 	StableSocket(inst InstanceRef) (string, error)
 }

@@ -57,6 +57,7 @@ func (n *Node) Remove(ctx context.Context, inst InstanceRef) error {
 		return fmt.Errorf("node: remove parent of %s/%s: %w", inst.Namespace, inst.Name, err)
 	}
 	// Let go of everything held for the instance before its sockets go.
+	n.unlisten(inst, in)
 	n.mu.Lock()
 	delete(n.instances, inst)
 	n.mu.Unlock()

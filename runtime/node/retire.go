@@ -62,6 +62,9 @@ func (n *Node) release(ref Ref) {
 	if s == nil {
 		return
 	}
+	if p, err := n.procOf(ref); err == nil {
+		n.withdraw(p)
+	}
 	if err := s.close(); err != nil {
 		n.cfg.Log.Info("close listeners", "namespace", ref.Namespace, "name", ref.Name, "generation", ref.Generation, "err", err)
 	}

@@ -71,6 +71,7 @@ type Node struct {
 
 	mu        sync.Mutex
 	instances map[InstanceRef]*instance
+	act       *activated // nil until the first activated start
 }
 
 // instance is what the Node holds for one Instance between calls.
@@ -81,6 +82,8 @@ type instance struct {
 	log      *logs.RotatingFile
 	fence    control.ServingFence
 	slots    map[Ref]*slot
+	// listen is the socket an activated Instance's generations are handed.
+	listen *listener
 }
 
 // slot is one started slot: its listeners stay open while it runs.
@@ -163,7 +166,13 @@ func (n *Node) Close() error {
 		if in.log != nil {
 			errs = append(errs, in.log.Close())
 		}
+		if in.listen != nil {
+			errs = append(errs, in.listen.f.Close())
+		}
 		delete(n.instances, ref)
+	}
+	if n.act != nil {
+		errs = append(errs, n.act.srv.Close(), n.act.watch.Close())
 	}
 	return errors.Join(errs...)
 }

@@ -83,15 +83,23 @@ func (n *Node) Start(ctx context.Context, req StartRequest) StartResult {
 	for _, w := range pr.Warnings {
 		res.Warnings = append(res.Warnings, w.Error())
 	}
+	if req.Activated && p.Role() == layout.RoleRun {
+		if pr.Listen, err = n.offerListener(ctx, in, p.Instance(), p, req.Ref); err != nil {
+			pr.Close()
+			return notPrepared(fmt.Errorf("node: listening socket of %s: %w", res.Unit, err))
+		}
+	}
 	argv := append(append([]string{}, req.Command...), req.Args...)
 	if err := pr.WriteLaunch(req.Host, argv, req.WorkingDir); err != nil {
 		pr.Close()
+		n.withdraw(p)
 		return notPrepared(fmt.Errorf("node: launch file of %s: %w", res.Unit, err))
 	}
 	// The identity is in the launch file: the trampoline drops to it
 	// after it has opened the log socket and built the sandbox as root.
 	res.Start = n.cfg.Backend.Start(ctx, units.Spec{Proc: p, Tier: req.Tier, Parent: req.Parent, Grace: req.Grace})
 	if res.Start.Kind == outcome.NotStarted {
+		n.withdraw(p)
 		if err := pr.Close(); err != nil {
 			n.cfg.Log.Info("close after NotStarted", "unit", res.Unit, "err", err)
 		}

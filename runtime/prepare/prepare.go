@@ -67,6 +67,9 @@ type Result struct {
 	// env key under UNITLET_ from spec or refs (dropped).
 	Warnings []error
 	Timings  Timings
+	// Listen, set by the caller before WriteLaunch, is where an activated
+	// generation fetches its listening socket.
+	Listen *launch.Listen
 
 	identity launch.Identity
 }
@@ -99,7 +102,7 @@ func (r *Result) WriteLaunch(host string, argv []string, workingDir string) erro
 	}
 	inst := r.Proc.Instance()
 	f := launch.File{Schema: launch.Schema, Host: host, Argv: expanded, Env: r.EnvList(), WorkingDir: workingDir,
-		Identity: r.identity, Writable: []string{inst.DataDir(), inst.RunDir()}}
+		Identity: r.identity, Writable: []string{inst.DataDir(), inst.RunDir()}, Listen: r.Listen}
 	return launch.Write(inst.PrivateDir(), r.Proc.LaunchFile(), f)
 }
 

@@ -35,6 +35,7 @@ const (
 // Main runs `unitlet exec` with args (the flags after "exec"). It returns
 // only on failure, with the exit code, after one line on stderr.
 func Main(args []string, stderr io.Writer) int {
+	fd3 := reserveListenFD()
 	fail := func(code int, format string, a ...any) int {
 		msg := strings.ReplaceAll(fmt.Sprintf(format, a...), "\n", " ")
 		fmt.Fprintf(stderr, "%s: %s\n", commandName, msg)
@@ -75,6 +76,15 @@ func Main(args []string, stderr io.Writer) int {
 			return fail(ExitSetup, "stderr socket: %v", err)
 		}
 	}
+	env := lf.Env
+	if lf.Listen != nil {
+		if !fd3 {
+			return fail(ExitSetup, "socket activation: fd %d was taken before the trampoline could reserve it", listenFD)
+		}
+		if env, err = takeListener(lf); err != nil {
+			return fail(ExitSetup, "socket activation: %v", err)
+		}
+	}
 	// Sandbox, credentials and exec on one thread: the mount namespace,
 	// capabilities and no-new-privs are per thread (setuid and setgid are
 	// set on all threads anyway, by Go's all-threads syscalls).
@@ -90,7 +100,7 @@ func Main(args []string, stderr io.Writer) int {
 			return fail(ExitSetup, "working dir %s: %v", lf.WorkingDir, err)
 		}
 	}
-	err = unix.Exec(lf.Argv[0], lf.Argv, lf.Env)
+	err = unix.Exec(lf.Argv[0], lf.Argv, env)
 	if errors.Is(err, unix.ENOENT) {
 		return fail(ExitNotFound, "exec %s: %v", lf.Argv[0], err)
 	}
