@@ -94,7 +94,6 @@ func (a API) SwapsUnderLoad(t testing.TB, name, addr string, workers int, min in
 	return l
 }
 
-
 // NewInstance builds an Overlap Instance called name on node (host
 // NAME.example.com, a small tier) and applies opts to it.
 func NewInstance(name, node string, opts ...func(*v1.Instance)) *v1.Instance {
