@@ -3,6 +3,13 @@
 // unit runs before the app; "install" copies the binary to the host (the
 // DaemonSet's init container); "nodewatch" is the cluster-side watch of
 // the agents' Leases (its own Deployment).
+//
+// The Go runtime keeps its cgroup CPU limit files open from start (fds 3
+// and up) and re-reads them to adjust GOMAXPROCS. The trampoline must put
+// an activated app's socket at fd 3 just before its exec, over one of
+// them: with the re-reads off, nothing of the runtime touches it again.
+//
+//go:debug updatemaxprocs=0
 package main
 
 import (

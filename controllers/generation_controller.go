@@ -61,8 +61,9 @@ type GenerationReconciler struct {
 	// by Generation UID, so a reconcile that reads a cache older than its
 	// own status patch never starts the same generation twice.
 	handedOff sync.Map
-	// draining remembers when this process began each drain, by
-	// Generation UID (a condition's time has only seconds).
+	// draining is each drain this process began, by Generation UID: its
+	// start (a condition's time has only seconds) and, once over, its end,
+	// until Terminated is written.
 	draining sync.Map
 	// phases is each of this node's Generations' last phase, for the
 	// phase gauge: one entry changed per reconcile, never a list.
@@ -320,6 +321,7 @@ func (r *GenerationReconciler) release(ctx context.Context, s *genScope) (ctrl.R
 		return ctrl.Result{}, err
 	}
 	r.handedOff.Delete(gen.UID) // proven gone and let go: never started again
+	r.draining.Delete(gen.UID)
 	return ctrl.Result{}, nil
 }
 

@@ -27,6 +27,9 @@ type drainFact struct {
 	limit time.Duration
 	// ended: "" while waiting, else ReasonDrainProven or ReasonDrainLimit.
 	ended string
+	began time.Time
+	// repeat: the end was reported already; only the status is written.
+	repeat bool
 }
 
 // drain holds a superseded generation's stop until the kernel shows its
@@ -36,11 +39,20 @@ type drainFact struct {
 func (r *GenerationReconciler) drain(ctx context.Context, s *genScope) (ctrl.Result, error) {
 	gen := s.gen
 	if meta.IsStatusConditionTrue(gen.Status.Conditions, v1.ConditionTerminated) {
+		r.draining.Delete(gen.UID)
 		return ctrl.Result{}, nil
 	}
 	c := meta.FindStatusCondition(gen.Status.Conditions, v1.ConditionDrained)
 	if c != nil && c.Status != metav1.ConditionUnknown {
 		return ctrl.Result{}, nil // the wait is over
+	}
+	if d, ok := r.draining.Load(gen.UID); ok && d.(*drainFact).ended != "" {
+		// Ended by this process, and its status not written (a lost
+		// patch): said again, not counted again.
+		again := *d.(*drainFact)
+		again.repeat = true
+		s.facts.drain = &again
+		return ctrl.Result{}, nil
 	}
 	limit := r.drainLimit(ctx, gen)
 	if limit == 0 && c == nil {
@@ -52,12 +64,14 @@ func (r *GenerationReconciler) drain(ctx context.Context, s *genScope) (ctrl.Res
 	}
 	now := r.Clock.Now()
 	began := now
-	if b, ok := r.draining.LoadOrStore(gen.UID, now); ok {
-		began = b.(time.Time)
-	} else if c != nil {
+	if c != nil {
 		began = c.LastTransitionTime.Time // begun before this process
 	}
-	f := &drainFact{state: st, err: err, took: now.Sub(began), limit: limit}
+	f := &drainFact{began: began}
+	if d, ok := r.draining.LoadOrStore(gen.UID, f); ok {
+		f = d.(*drainFact)
+	}
+	f.state, f.err, f.took, f.limit = st, err, now.Sub(f.began), limit
 	switch {
 	case err == nil && (st.Proven || !st.Needed):
 		// Not needed any more: what it held is gone with it.
@@ -69,7 +83,6 @@ func (r *GenerationReconciler) drain(ctx context.Context, s *genScope) (ctrl.Res
 	if f.ended == "" {
 		return ctrl.Result{RequeueAfter: drainWait(f.took)}, nil
 	}
-	r.draining.Delete(gen.UID)
 	metrics.ObserveDrain(f.ended, f.took)
 	return ctrl.Result{}, nil
 }
@@ -102,11 +115,17 @@ func drainStatus(gen *v1.Generation, f *drainFact, set func(typ string, status m
 	case v1.ReasonDrainProven:
 		msg := fmt.Sprintf("drained in %s: nothing queued, no accepted connection open", f.took.Round(time.Millisecond))
 		set(v1.ConditionDrained, metav1.ConditionTrue, v1.ReasonDrainProven, msg)
+		if f.repeat {
+			return nil
+		}
 		return &genEvent{typ: corev1.EventTypeNormal, reason: v1.ReasonDrainProven, action: "Drain",
 			msg: fmt.Sprintf("generation %d %s; stopping it", n, msg), onInstance: true}
 	case v1.ReasonDrainLimit:
 		msg := fmt.Sprintf("drain limit %s reached (%s); stopped anyway", f.limit, what)
 		set(v1.ConditionDrained, metav1.ConditionFalse, v1.ReasonDrainLimit, msg)
+		if f.repeat {
+			return nil
+		}
 		return &genEvent{typ: corev1.EventTypeWarning, reason: v1.ReasonDrainLimit, action: "Drain",
 			msg: fmt.Sprintf("generation %d: %s", n, msg), onInstance: true}
 	}

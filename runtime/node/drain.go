@@ -59,6 +59,7 @@ func (n *Node) Drain(ctx context.Context, ref Ref) (DrainState, error) {
 		return DrainState{}, fmt.Errorf("node: drain: %w", err)
 	}
 	if populated, err := n.cfg.Backend.Populated(ctx, p, st); err != nil || !populated {
+		n.cfg.Log.V(1).Info("no drain: nothing runs", "unit", p.UnitName(), "err", err)
 		return DrainState{}, err
 	}
 	d := DrainState{Needed: true}

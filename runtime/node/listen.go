@@ -90,7 +90,9 @@ func (n *Node) offerListener(ctx context.Context, in *instance, li layout.Instan
 	n.mu.Lock()
 	cur := in.listen
 	n.mu.Unlock()
-	if cur != nil && !n.otherRunning(ctx, in, ref) {
+	inherit := cur != nil && !n.otherRunning(ctx, in, ref)
+	n.cfg.Log.V(1).Info("listening socket", "namespace", ref.Namespace, "name", ref.Name, "generation", ref.Generation, "inherit", inherit)
+	if inherit {
 		if err := activation.Link(cur.path, sock); err == nil {
 			n.mu.Lock()
 			cur.path = sock

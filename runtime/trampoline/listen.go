@@ -1,7 +1,6 @@
 package trampoline
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 
@@ -14,37 +13,15 @@ import (
 // listenFD is where sd_listen_fds expects the first socket.
 const listenFD = 3
 
-// reserveListenFD takes fd 3 (/dev/null, close-on-exec) before anything
-// else of the trampoline opens a descriptor, so that putting the socket
-// there later cannot clobber one of the Go runtime's own (its epoll). It
-// reports whether fd 3 is the trampoline's.
-func reserveListenFD() bool {
-	if _, err := unix.FcntlInt(listenFD, unix.F_GETFD, 0); err == nil {
-		return false // inherited, or the runtime's: not ours to replace
-	}
-	fd, err := unix.Open("/dev/null", unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return false
-	}
-	if fd != listenFD {
-		unix.Close(fd)
-		return false
-	}
-	return true
-}
-
-// takeListener fetches the generation's socket, puts it at fd 3 (open
-// across exec) and returns the env the app is exec'd with: the launch
-// file's, with LISTEN_FDS, LISTEN_PID and LISTEN_FDNAMES set by the
-// platform (the app keeps its pid across exec).
-func takeListener(lf launch.File) ([]string, error) {
+// fetchListener fetches the generation's socket (close-on-exec, moved to
+// fd 3 only just before the exec: see main.go on the runtime's fds) and
+// returns the env the app is exec'd with: the launch file's, with
+// LISTEN_FDS, LISTEN_PID and LISTEN_FDNAMES set by the platform (the app
+// keeps the trampoline's pid across exec).
+func fetchListener(lf launch.File) ([]string, int, error) {
 	fd, err := activation.Fetch(lf.Listen.Handoff, lf.Listen.Key)
 	if err != nil {
-		return nil, err
-	}
-	defer unix.Close(fd)
-	if err := unix.Dup3(fd, listenFD, 0); err != nil {
-		return nil, fmt.Errorf("dup to fd %d: %w", listenFD, err)
+		return nil, -1, err
 	}
 	env := make([]string, 0, len(lf.Env)+3)
 	for _, e := range lf.Env {
@@ -52,5 +29,5 @@ func takeListener(lf launch.File) ([]string, error) {
 			env = append(env, e)
 		}
 	}
-	return append(env, "LISTEN_FDS=1", "LISTEN_PID="+strconv.Itoa(unix.Getpid()), "LISTEN_FDNAMES=app"), nil
+	return append(env, "LISTEN_FDS=1", "LISTEN_PID="+strconv.Itoa(unix.Getpid()), "LISTEN_FDNAMES=app"), fd, nil
 }

@@ -35,7 +35,6 @@ const (
 // Main runs `unitlet exec` with args (the flags after "exec"). It returns
 // only on failure, with the exit code, after one line on stderr.
 func Main(args []string, stderr io.Writer) int {
-	fd3 := reserveListenFD()
 	fail := func(code int, format string, a ...any) int {
 		msg := strings.ReplaceAll(fmt.Sprintf(format, a...), "\n", " ")
 		fmt.Fprintf(stderr, "%s: %s\n", commandName, msg)
@@ -76,12 +75,9 @@ func Main(args []string, stderr io.Writer) int {
 			return fail(ExitSetup, "stderr socket: %v", err)
 		}
 	}
-	env := lf.Env
+	env, listener := lf.Env, -1
 	if lf.Listen != nil {
-		if !fd3 {
-			return fail(ExitSetup, "socket activation: fd %d was taken before the trampoline could reserve it", listenFD)
-		}
-		if env, err = takeListener(lf); err != nil {
+		if env, listener, err = fetchListener(lf); err != nil {
 			return fail(ExitSetup, "socket activation: %v", err)
 		}
 	}
@@ -98,6 +94,11 @@ func Main(args []string, stderr io.Writer) int {
 	if lf.WorkingDir != "" {
 		if err := unix.Chdir(lf.WorkingDir); err != nil {
 			return fail(ExitSetup, "working dir %s: %v", lf.WorkingDir, err)
+		}
+	}
+	if listener >= 0 {
+		if err := unix.Dup3(listener, listenFD, 0); err != nil {
+			return fail(ExitSetup, "socket activation: dup to fd %d: %v", listenFD, err)
 		}
 	}
 	err = unix.Exec(lf.Argv[0], lf.Argv, env)

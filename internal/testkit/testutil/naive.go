@@ -12,11 +12,11 @@ import (
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
 )
 
-// naiveApp is the app most people write: Python's threading HTTP server
+// NaiveAppSource is the app most people write: Python's threading HTTP server
 // on its socket, with no SIGTERM handler, so it dies at once when told to
 // stop, whatever it was answering. With LISTEN_FDS for it, it serves the
 // socket it was handed (fd 3) instead of binding UNITLET_APP_SOCKET.
-const naiveApp = `import http.server, os, socket, socketserver
+const NaiveAppSource = `import http.server, os, socket, socketserver
 gen = os.environ.get("UNITLET_GENERATION", "?")
 class H(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
@@ -40,7 +40,7 @@ srv.serve_forever()
 func NaiveApp(python string) func(*v1.Instance) {
 	return func(i *v1.Instance) {
 		i.Spec.Template.Command = []string{python}
-		i.Spec.Template.Args = []string{"-c", naiveApp}
+		i.Spec.Template.Args = []string{"-c", NaiveAppSource}
 		i.Spec.Template.Readiness = &v1.Readiness{HTTPGet: &v1.HTTPGetProbe{Path: "/"}, TimeoutSeconds: 30}
 	}
 }
