@@ -60,7 +60,10 @@ func decideSleep(idle time.Duration, now time.Time, sleeping *metav1.Time, servi
 func (s *swap) sleepOrWake(ctx context.Context) (ctrl.Result, error) {
 	st := &s.inst.Status
 	if idleAfter(s.inst) == 0 {
-		st.IdleSince = nil
+		if st.IdleSince != nil {
+			// idleAfter removed while asleep: it wakes now.
+			st.IdleSince, st.WokenAt = nil, &metav1.Time{Time: s.r.Clock.Now()}
+		}
 		return ctrl.Result{}, nil
 	}
 	a := s.r.Runtime.Activity(s.ref())

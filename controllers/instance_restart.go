@@ -22,10 +22,16 @@ func exited(g *v1.Generation) bool {
 // that serves, not by a choice to keep the old one: suspended, or the
 // serving generation (latest itself, or the active one behind an aborted
 // swap) ended on its own. A generation with the template follows.
-func nothingRuns(latest, active *v1.Generation) bool {
+//
+// Retired for idleness, it is followed only once a connection woke the
+// Instance (waking): the Generation's retirement may be read before the
+// Instance's idleSince, and must not start one at once.
+func nothingRuns(latest, active *v1.Generation, waking bool) bool {
 	switch retiredBecause(latest) {
-	case RetiredSuspended, RetiredExited, RetiredIdle:
+	case RetiredSuspended, RetiredExited:
 		return true
+	case RetiredIdle:
+		return waking
 	}
 	return active != nil && retiredBecause(active) == RetiredExited
 }

@@ -86,7 +86,7 @@ func (s *swap) retireAll(ctx context.Context, because string) (bool, error) {
 // facts are what decideSwap reads of this reconcile.
 func (s *swap) facts() swapFacts {
 	return swapFacts{strategy: s.inst.Spec.Strategy, hash: templateHash(&s.inst.Spec.Template), gens: s.gens,
-		active: s.number(s.inst.Status.ActiveGeneration), latest: s.latest()}
+		active: s.number(s.inst.Status.ActiveGeneration), latest: s.latest(), waking: s.inst.Status.WokenAt != nil}
 }
 
 // ensureLatest makes Generation n+1 when the template changed (or the

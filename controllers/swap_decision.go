@@ -15,6 +15,8 @@ type swapFacts struct {
 	// the newest (nil: none yet).
 	gens           []*v1.Generation
 	active, latest *v1.Generation
+	// waking: a connection woke the sleeping Instance.
+	waking bool
 }
 
 // swapAction is the one thing a reconcile does to move a swap on.
@@ -66,7 +68,7 @@ type swapDecision struct {
 // to make, promote, abort, replace or wait for.
 func decideSwap(f swapFacts) swapDecision {
 	latest, active := f.latest, f.active
-	if latest == nil || latest.Annotations[AnnotationTemplateHash] != f.hash || (latest.Spec.Retired && nothingRuns(latest, active)) {
+	if latest == nil || latest.Annotations[AnnotationTemplateHash] != f.hash || (latest.Spec.Retired && nothingRuns(latest, active, f.waking)) {
 		if f.strategy == v1.StrategyReplace {
 			for _, g := range f.gens {
 				if !terminated(g) {

@@ -72,6 +72,7 @@ func TestDecideSwap(t *testing.T) {
 		strategy v1.Strategy
 		gens     []gb
 		active   int64
+		waking   bool
 		want     decision
 	}{
 		"no generation yet": {
@@ -150,6 +151,14 @@ func TestDecideSwap(t *testing.T) {
 			gens: []gb{generation(1, "h").retired(RetiredSuspended).gone()},
 			want: decision{Action: swapCreate},
 		},
+		"asleep (idle), its retirement read before the Instance's idleSince: nothing starts": {
+			gens: []gb{generation(1, "h").ready().retired(RetiredIdle)}, active: 1,
+			want: decision{Action: swapIdle, Sidecars: true},
+		},
+		"asleep, woken by a connection": {
+			gens: []gb{generation(1, "h").retired(RetiredIdle).gone()}, waking: true,
+			want: decision{Action: swapCreate},
+		},
 		"a generation neither active nor latest is retired": {
 			gens: []gb{generation(1, "a").ready(), generation(2, "b").running(), generation(3, "h").running()}, active: 1,
 			want: decision{Action: swapAwaitReady, Target: 3, Stale: []int64{2}},
@@ -157,7 +166,7 @@ func TestDecideSwap(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			f := swapFacts{strategy: tc.strategy, hash: "h"}
+			f := swapFacts{strategy: tc.strategy, hash: "h", waking: tc.waking}
 			if f.strategy == "" {
 				f.strategy = v1.StrategyOverlap
 			}

@@ -78,6 +78,12 @@ func TestInstanceValidation(t *testing.T) {
 		mutate func(*v1.Instance)
 		want   string // a piece of the API server's message
 	}{
+		"drain limit negative": {
+			func(i *v1.Instance) { n := int32(-1); i.Spec.DrainLimitSeconds = &n }, "spec.drainLimitSeconds in body should be greater than or equal to 0"},
+		"idleAfter under a second": {
+			func(i *v1.Instance) {
+				i.Spec.SocketActivation = &v1.SocketActivation{IdleAfter: &metav1.Duration{Duration: 100 * time.Millisecond}}
+			}, "idleAfter must be at least 1s"},
 		"host with capitals": {
 			func(i *v1.Instance) { i.Spec.Host = "Shop.Example.com" }, "host must be a DNS-1123 subdomain"},
 		"host with underscore": {

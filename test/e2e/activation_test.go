@@ -65,6 +65,13 @@ func TestIdleInstanceWakesOnDemand(t *testing.T) {
 			return last.Status.IdleSince != nil && last.Status.ActiveGeneration == 0 &&
 				conditionIs(last, v1.ConditionReady, "True/Idle"), conditions(last.Status.Conditions)
 		})
+		// Asleep means asleep: no generation starts without a connection.
+		latest := last.Status.ActiveGeneration
+		time.Sleep(3 * time.Second)
+		if again := getInstance(t, inst.Name); again.Status.IdleSince == nil {
+			t.Fatalf("round %d: woke with no connection: %s", round, conditions(again.Status.Conditions))
+		}
+		_ = latest
 		began := time.Now()
 		body, err := unixGet(sock, "/")
 		waited := time.Since(began)
