@@ -70,7 +70,7 @@ func (n *Node) arrived(key string) {
 			return
 		}
 	}
-	go n.send(Ref{InstanceRef: ref})
+	n.send(Ref{InstanceRef: ref}) // never blocks
 }
 
 // offerListener gives generation ref its listening socket and offers it

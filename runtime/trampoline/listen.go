@@ -1,6 +1,7 @@
 package trampoline
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -30,4 +31,17 @@ func fetchListener(lf launch.File) ([]string, int, error) {
 		}
 	}
 	return append(env, "LISTEN_FDS=1", "LISTEN_PID="+strconv.Itoa(unix.Getpid()), "LISTEN_FDNAMES=app"), fd, nil
+}
+
+// toListenFD makes fd the app's fd 3, open across exec. Whatever the
+// runtime held there is not touched again (main.go).
+func toListenFD(fd int) error {
+	if fd == listenFD {
+		_, err := unix.FcntlInt(uintptr(fd), unix.F_SETFD, 0)
+		return err
+	}
+	if err := unix.Dup3(fd, listenFD, 0); err != nil {
+		return fmt.Errorf("dup to fd %d: %w", listenFD, err)
+	}
+	return nil
 }

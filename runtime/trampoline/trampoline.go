@@ -96,9 +96,14 @@ func Main(args []string, stderr io.Writer) int {
 			return fail(ExitSetup, "working dir %s: %v", lf.WorkingDir, err)
 		}
 	}
+	// The app gets 0-2 (and its socket at 3): nothing the trampoline
+	// inherited from whatever started it.
+	if err := unix.CloseRange(listenFD, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		return fail(ExitSetup, "close inherited descriptors: %v", err)
+	}
 	if listener >= 0 {
-		if err := unix.Dup3(listener, listenFD, 0); err != nil {
-			return fail(ExitSetup, "socket activation: dup to fd %d: %v", listenFD, err)
+		if err := toListenFD(listener); err != nil {
+			return fail(ExitSetup, "socket activation: %v", err)
 		}
 	}
 	err = unix.Exec(lf.Argv[0], lf.Argv, env)
