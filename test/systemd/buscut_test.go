@@ -84,11 +84,14 @@ func (p *busProxy) pipe(c net.Conn) {
 	for {
 		n, err := c.Read(buf)
 		if n > 0 {
-			if _, werr := up.Write(buf[:n]); werr != nil {
-				return
+			cut := p.cutAfter(buf[:n])
+			if cut {
+				// The caller's end first: whatever the bus answers to
+				// this call can no longer reach it.
+				c.Close()
 			}
-			if p.cutAfter(buf[:n]) {
-				return // the deferred closes cut both ends
+			if _, werr := up.Write(buf[:n]); werr != nil || cut {
+				return // the deferred closes cut the bus's end
 			}
 		}
 		if err != nil {
