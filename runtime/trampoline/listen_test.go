@@ -1,10 +1,7 @@
 package trampoline
 
 import (
-	"bytes"
-	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -14,27 +11,6 @@ import (
 	"github.com/unitlet/unitlet/runtime/activation"
 	"github.com/unitlet/unitlet/runtime/launch"
 )
-
-// runExecWith is runExec with extra descriptors inherited (fds 3, 4, …,
-// not close-on-exec), as a careless parent would leave them.
-func runExecWith(t *testing.T, extra []*os.File, args ...string) (int, string) {
-	t.Helper()
-	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = []string{asTrampoline + "=1"}
-	cmd.ExtraFiles = extra
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	err := cmd.Run()
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-		return 0, stderr.String()
-	case errors.As(err, &ee):
-		return ee.ExitCode(), stderr.String()
-	}
-	t.Fatal(err)
-	return 0, ""
-}
 
 // fdScript prints what the exec'd program holds beyond 0-2, and the
 // activation variables it got ($$ is its pid: the trampoline's).
@@ -67,6 +43,9 @@ func TestAppGetsNothingInherited(t *testing.T) {
 // socket is the app's fd 3 with LISTEN_FDS=1, LISTEN_PID its own pid and
 // LISTEN_FDNAMES=app, and nothing inherited beside it.
 func TestActivatedAppGetsItsSocketAtFD3(t *testing.T) {
+	// make test and CI run as root, so this runs there; the skip only lets
+	// a developer without root run the rest of the package (the
+	// convention of sandboxed and layouttest.New).
 	if os.Geteuid() != 0 {
 		t.Skip("not root: the hand-off serves uid 0 only")
 	}

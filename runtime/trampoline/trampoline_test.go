@@ -32,8 +32,16 @@ func TestMain(m *testing.M) {
 // runExec runs `unitlet exec args...` and returns its exit code and stderr.
 func runExec(t *testing.T, args ...string) (int, string) {
 	t.Helper()
+	return runExecWith(t, nil, args...)
+}
+
+// runExecWith is runExec with extra descriptors inherited (fds 3, 4, …,
+// not close-on-exec), as a careless parent would leave them.
+func runExecWith(t *testing.T, extra []*os.File, args ...string) (int, string) {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = []string{asTrampoline + "=1"}
+	cmd.ExtraFiles = extra
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	err := cmd.Run()
