@@ -48,9 +48,10 @@ verify: manifests generate dashboards ## Fail when generated files are stale.
 		test -z "$$bad" || { echo "runtime/ must import no Kubernetes package; it pulls in:"; echo "$$bad"; exit 1; }
 
 .PHONY: build
-build: ## Build the unitlet binary and its small per-unit helper (unitlet-shim).
+build: ## Build the unitlet binary, its small per-unit helper (unitlet-shim) and the kubectl plugin (kubectl-unitlet).
 	go build -o $(BIN)/unitlet .
 	go build -o $(BIN)/unitlet-shim ./cmd/unitlet-shim
+	go build -o $(BIN)/kubectl-unitlet ./cmd/kubectl-unitlet
 
 .PHONY: control-plane
 control-plane: ## Build kube-apiserver, etcd and kubectl from source into bin/ (cached).
@@ -136,7 +137,8 @@ run: dev-up build ## dev-up, then the agent in the foreground as this node.
 	$(BIN)/unitlet --kubeconfig $(DEV)/kubeconfig \
 		--state-root $(DEV)/state --run-root $(DEV)/run --cgroup-root unitlet-dev \
 		--unit-backend direct --require-enrollment=false \
-		--health-probe-bind-address 127.0.0.1:8081 --metrics-bind-address 127.0.0.1:8080 --metrics-secure=false
+		--health-probe-bind-address 127.0.0.1:8081 --metrics-bind-address 127.0.0.1:8080 --metrics-secure=false \
+		--serve-address 127.0.0.1:10260
 
 .PHONY: image
 image: ## Build the agent's container image as a tarball, bin/unitlet-image.tar (no container engine needed).

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/unitlet/unitlet/controllers"
+	"github.com/unitlet/unitlet/internal/agentserver"
 	"github.com/unitlet/unitlet/internal/metrics"
 )
 
@@ -43,6 +44,16 @@ func setupHosting(mgr ctrl.Manager, opts Options) error {
 	log.Info("node runtime ready", "unitBackend", backend)
 	metrics.SetAgentInfo(opts.NodeName, Version, backend)
 	recorder := mgr.GetEventRecorder("unitlet-agent")
+	if opts.ServeAddr != "" && opts.ServeAddr != "0" {
+		err := mgr.Add(&agentserver.Server{
+			Addr: opts.ServeAddr, Advertise: opts.AdvertiseAddr, NodeName: opts.NodeName,
+			Config: mgr.GetConfig(), HTTPClient: mgr.GetHTTPClient(), Client: mgr.GetClient(),
+			Node: rt, Recorder: recorder, Grace: stopGrace, Log: mgr.GetLogger().WithName("server"),
+		})
+		if err != nil {
+			return err
+		}
+	}
 	return controllers.SetupHosting(mgr, controllers.Hosting{
 		Runtime: rt, NodeName: opts.NodeName, Recorder: recorder, Gate: opts.Gate, Grace: stopGrace,
 	})

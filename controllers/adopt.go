@@ -15,6 +15,7 @@ import (
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
 	"github.com/unitlet/unitlet/internal/metrics"
+	"github.com/unitlet/unitlet/runtime/layout"
 	"github.com/unitlet/unitlet/runtime/node"
 )
 
@@ -59,6 +60,10 @@ func (a *Adopter) Start(ctx context.Context) error {
 		return nil // the reconcilers still observe every known Generation
 	}
 	for _, ref := range refs {
+		if ref.Role == layout.RoleCmd {
+			a.stopRun(ctx, ref)
+			continue
+		}
 		known, err := a.known(ctx, ref)
 		if err != nil {
 			a.Log.Error(err, "cannot tell whether a unit is known; leaving it", "namespace", ref.Namespace, "name", ref.Name, "role", ref.Role, "generation", ref.Generation, "sidecar", ref.Sidecar)
@@ -95,8 +100,8 @@ func (a *Adopter) killOrphan(ctx context.Context, ref node.Ref) {
 	kill := a.Runtime.Retire(ctx, ref, a.Grace)
 	metrics.ObserveKill(kill.Proven, string(kill.Reason), time.Since(began))
 	what := fmt.Sprintf("%s/%s %s %d", ref.Namespace, ref.Name, ref.Role, ref.Generation)
-	if ref.Sidecar != "" {
-		what = fmt.Sprintf("%s/%s %s %s", ref.Namespace, ref.Name, ref.Role, ref.Sidecar)
+	if ref.Generation == 0 {
+		what = fmt.Sprintf("%s/%s %s", ref.Namespace, ref.Name, slotName(ref))
 	}
 	if kill.Proven {
 		log.Info("orphan killed and proven gone")
@@ -105,6 +110,35 @@ func (a *Adopter) killOrphan(ctx context.Context, ref node.Ref) {
 	}
 	log.Info("orphan kill unproven", "reason", kill.Reason, "error", kill.Err().Error())
 	a.event(corev1.EventTypeWarning, v1.ConditionKillUnproven, "orphan unit %s: kill unproven: %v", what, kill.Err())
+}
+
+// stopRun stops a run an earlier agent started: its caller's stream
+// ended with that agent, so nothing can take its output or its exit. It
+// is proven gone (and its files removed) like an orphan, and said on
+// its Instance (on the Enrollment once the Instance is gone).
+func (a *Adopter) stopRun(ctx context.Context, ref node.Ref) {
+	log := a.Log.WithValues("namespace", ref.Namespace, "name", ref.Name, "run", ref.Run)
+	began := time.Now()
+	kill := a.Runtime.Retire(ctx, ref, a.Grace)
+	metrics.ObserveKill(kill.Proven, string(kill.Reason), time.Since(began))
+	typ, reason := corev1.EventTypeWarning, "RunAbandoned"
+	note, args := "run %s outlived the agent that started it (its caller's stream ended with that agent); stopped and proven gone", []any{ref.Run}
+	if kill.Proven {
+		metrics.ObserveRun("abandoned", time.Since(began))
+		if err := a.Runtime.Forget(ctx, ref); err != nil {
+			log.Info("forget abandoned run", "err", err.Error())
+		}
+	} else {
+		metrics.ObserveRun("unproven", time.Since(began))
+		reason, note, args = v1.ConditionKillUnproven, "run %s outlived the agent that started it; its stop is unproven: %v", []any{ref.Run, kill.Err()}
+	}
+	log.Info("abandoned run stopped", "proven", kill.Proven)
+	inst := &v1.Instance{}
+	if err := a.Client.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, inst); err != nil || a.Recorder == nil {
+		a.event(typ, reason, ref.Namespace+"/"+ref.Name+": "+note, args...)
+		return
+	}
+	a.Recorder.Eventf(inst, nil, typ, reason, "Adopt", note, args...)
 }
 
 // refence points each serving Instance's stable socket and write fence at

@@ -251,6 +251,11 @@ func (f *fakeRuntime) StableSocket(inst node.InstanceRef) (string, error) {
 	return "/run/unitlet/" + inst.Namespace + "/" + inst.Name + "/app.sock", nil
 }
 
+// Run is not a reconciler's call: the agent's server makes it.
+func (f *fakeRuntime) Run(context.Context, node.RunRequest) node.RunResult {
+	return node.RunResult{Start: outcome.Start{Kind: outcome.NotStarted, Cause: errors.New("fake runtime runs nothing")}}
+}
+
 var _ node.Runtime = &fakeRuntime{}
 
 // slot names a Ref in recorded calls: g<n> for a generation,

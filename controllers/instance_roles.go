@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -110,14 +111,14 @@ func (s *swap) markSeeded(ctx context.Context) error {
 	return nil
 }
 
-// retireRoles proves the seed and every sidecar slot gone (suspend,
-// delete), also sidecars no longer in the template.
+// retireRoles proves the seed, every sidecar slot and every run gone
+// (suspend, delete), also sidecars no longer in the template.
 func (s *swap) retireRoles(ctx context.Context) (bool, error) {
-	refs, err := s.sidecarSlots(ctx)
+	sidecars, runs, err := s.roleSlots(ctx)
 	if err != nil {
 		return false, err
 	}
-	for _, ref := range append([]node.Ref{s.roleRef(layout.RoleSeed)}, refs...) {
+	for _, ref := range slices.Concat([]node.Ref{s.roleRef(layout.RoleSeed)}, sidecars, runs) {
 		if kill := s.r.Runtime.Retire(ctx, ref, time.Second); !kill.Proven {
 			s.note = note{reason: string(kill.Reason), msg: fmt.Sprintf("%s: %v", slotName(ref), kill.Err()), unproven: true, reconciling: true}
 			return false, nil

@@ -23,8 +23,11 @@ func (s *swap) sidecarRef(name string) node.Ref {
 
 // slotName names a role slot in messages: the role, and a sidecar's name.
 func slotName(ref node.Ref) string {
-	if ref.Sidecar != "" {
+	switch {
+	case ref.Sidecar != "":
 		return fmt.Sprintf("%s %s", ref.Role, ref.Sidecar)
+	case ref.Run != "":
+		return fmt.Sprintf("run %s", ref.Run)
 	}
 	return string(ref.Role)
 }
@@ -117,21 +120,30 @@ func (s *swap) retireRemovedSidecars(ctx context.Context) error {
 // names and those the node holds (a sidecar removed from the template
 // still runs until retired).
 func (s *swap) sidecarSlots(ctx context.Context) ([]node.Ref, error) {
+	sidecars, _, err := s.roleSlots(ctx)
+	return sidecars, err
+}
+
+// roleSlots is sidecarSlots, and every run (role cmd) the node holds.
+func (s *swap) roleSlots(ctx context.Context) (sidecars, runs []node.Ref, err error) {
 	names := sidecarNames(s.inst)
 	held, err := s.r.Runtime.ListInstance(ctx, s.ref())
 	if err != nil {
-		return nil, fmt.Errorf("list the Instance's sidecars: %w", err)
+		return nil, nil, fmt.Errorf("list the Instance's sidecars and runs: %w", err)
 	}
 	for _, ref := range held {
-		if ref.Role == layout.RoleSidecar && !slices.Contains(names, ref.Sidecar) {
+		switch {
+		case ref.Role == layout.RoleSidecar && !slices.Contains(names, ref.Sidecar):
 			names = append(names, ref.Sidecar)
+		case ref.Role == layout.RoleCmd:
+			runs = append(runs, ref)
 		}
 	}
-	refs := make([]node.Ref, 0, len(names))
+	sidecars = make([]node.Ref, 0, len(names))
 	for _, n := range names {
-		refs = append(refs, s.sidecarRef(n))
+		sidecars = append(sidecars, s.sidecarRef(n))
 	}
-	return refs, nil
+	return sidecars, runs, nil
 }
 
 func sidecarNames(inst *v1.Instance) []string {

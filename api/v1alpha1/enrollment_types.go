@@ -63,6 +63,10 @@ type EnrollmentStatus struct {
 	// Mode is Joining until approved and armed, then Hosting.
 	// +optional
 	Mode Mode `json:"mode,omitempty"`
+	// Endpoint is where the node's agent serves Instance logs and runs to
+	// `kubectl unitlet`, and the certificate it serves with.
+	// +optional
+	Endpoint *AgentEndpoint `json:"endpoint,omitempty"`
 	// Checks are the guard's checks with their results.
 	// +optional
 	// +listType=map
@@ -73,6 +77,21 @@ type EnrollmentStatus struct {
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// AgentEndpoint is the agent's own HTTPS endpoint. Its certificate is
+// self-signed, made anew at each start and published here: a caller that
+// reads this status from the API server trusts the agent that wrote it.
+type AgentEndpoint struct {
+	// Address is host:port, the node's address as the agent was told it.
+	// +kubebuilder:validation:MinLength=1
+	Address string `json:"address"`
+	// ServerName is the name the certificate is issued for: verify the
+	// certificate against it, whatever address is dialled.
+	// +kubebuilder:validation:MinLength=1
+	ServerName string `json:"serverName"`
+	// CABundle is the PEM certificate the serving certificate chains to.
+	CABundle []byte `json:"caBundle"`
 }
 
 // Enrollment is a node's identity record and its right to host, named

@@ -17,6 +17,7 @@ const (
 	NameSwapDuration      = "unitlet_swap_duration_seconds"
 	NameDrainDuration     = "unitlet_drain_duration_seconds"
 	NameWakeDuration      = "unitlet_wake_duration_seconds"
+	NameRunDuration       = "unitlet_run_duration_seconds"
 	NameAgentMode         = "unitlet_agent_mode"
 	NameAgentInfo         = "unitlet_agent_info"
 )
@@ -36,6 +37,7 @@ type collectors struct {
 	swapDuration      *prometheus.HistogramVec
 	drainDuration     *prometheus.HistogramVec
 	wakeDuration      prometheus.Histogram
+	runDuration       *prometheus.HistogramVec
 	agentMode         *prometheus.GaugeVec
 	agentInfo         *prometheus.GaugeVec
 }
@@ -100,6 +102,11 @@ func newCollectors() *collectors {
 			Help:    "Time from the connection that woke an idle Instance until a generation served it.",
 			Buckets: shortBuckets,
 		}),
+		runDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    NameRunDuration,
+			Help:    "One-off commands (kubectl unitlet run) from request to proven end, by result: succeeded, failed (non-zero exit), interrupted (the caller went away), abandoned (it outlived its agent), notStarted, unproven.",
+			Buckets: swapBuckets,
+		}, []string{"result"}),
 		agentMode: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: NameAgentMode,
 			Help: "The agent's mode: 1 for the current one (joining or hosting), 0 for the others.",
@@ -114,6 +121,6 @@ func newCollectors() *collectors {
 func (c *collectors) all() []prometheus.Collector {
 	return []prometheus.Collector{
 		c.instanceCondition, c.instanceSuspended, c.generations, c.starts, c.startDuration, c.kills,
-		c.killToEmpty, c.prepareStep, c.swapDuration, c.drainDuration, c.wakeDuration, c.agentMode, c.agentInfo,
+		c.killToEmpty, c.prepareStep, c.swapDuration, c.drainDuration, c.wakeDuration, c.runDuration, c.agentMode, c.agentInfo,
 	}
 }

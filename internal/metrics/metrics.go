@@ -51,6 +51,10 @@ func ObservePrepareStep(step string, d time.Duration) { std.observePrepareStep(s
 // result.
 func ObserveSwap(strategy, result string, d time.Duration) { std.observeSwap(strategy, result, d) }
 
+// ObserveRun records a one-off command's end, by result (see
+// NameRunDuration's help).
+func ObserveRun(result string, d time.Duration) { std.observeRun(result, d) }
+
 // ObserveDrain records how long a superseded Generation was left to
 // drain, by result (DrainProven, DrainLimit).
 func ObserveDrain(result string, d time.Duration) { std.observeDrain(result, d) }

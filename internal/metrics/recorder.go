@@ -183,6 +183,10 @@ func (r *recorder) observeDrain(result string, d time.Duration) {
 
 func (r *recorder) observeWake(d time.Duration) { r.c.wakeDuration.Observe(d.Seconds()) }
 
+func (r *recorder) observeRun(result string, d time.Duration) {
+	r.c.runDuration.WithLabelValues(result).Observe(d.Seconds())
+}
+
 func (r *recorder) observeSwap(strategy, result string, d time.Duration) {
 	r.c.swapDuration.WithLabelValues(strategy, result).Observe(d.Seconds())
 }

@@ -37,8 +37,9 @@ func (c Config) root() string {
 
 // Manager contains one instance: its parent cgroup and the children below.
 // Child names are g<n> (layout.GenerationCgroup), role-seed
-// (layout.RoleCgroup) or role-sidecar-<name> (layout.SidecarCgroup); the
-// parent itself never holds a process.
+// (layout.RoleCgroup), role-sidecar-<name> (layout.SidecarCgroup) or
+// role-cmd-<name> (layout.RunCgroup); the parent itself never holds a
+// process.
 type Manager interface {
 	// Mode is the cgroup arrangement this manager drives.
 	Mode() Mode

@@ -40,13 +40,15 @@ func GenerationCgroup(n uint64) (string, error) {
 }
 
 // RoleCgroup is the child the seed runs in (role-seed); it carries no
-// limit of its own. A sidecar's child is SidecarCgroup.
+// limit of its own. A sidecar's child is SidecarCgroup, a run's RunCgroup.
 func RoleCgroup(r Role) (string, error) {
 	switch r {
 	case RoleSeed:
 		return "role-" + string(r), nil
 	case RoleSidecar:
 		return "", fmt.Errorf("role sidecar: %w", ErrBadSidecarName)
+	case RoleCmd:
+		return "", fmt.Errorf("role cmd: %w", ErrBadRunName)
 	}
 	return "", fmt.Errorf("role %q has no cgroup of its own", r)
 }
@@ -63,18 +65,34 @@ func SidecarCgroup(name string) (string, error) {
 	return sidecarCgroupPrefix + name, nil
 }
 
+// runCgroupPrefix starts every run's child.
+const runCgroupPrefix = "role-cmd-"
+
+// RunCgroup is the child the run (role cmd) called name runs in,
+// role-cmd-<name>, with no limit of its own: the Instance's parent
+// bounds it with the app.
+func RunCgroup(name string) (string, error) {
+	if len(name) > RunNameMax || !isDNSLabel(name) {
+		return "", fmt.Errorf("%w: %q", ErrBadRunName, name)
+	}
+	return runCgroupPrefix + name, nil
+}
+
 // IsRoleCgroup reports whether child is a role child layout derives
-// (role-seed or role-sidecar-<name>).
+// (role-seed, role-sidecar-<name> or role-cmd-<name>).
 func IsRoleCgroup(child string) bool {
 	if seed, _ := RoleCgroup(RoleSeed); child == seed {
 		return true
 	}
-	name, ok := strings.CutPrefix(child, sidecarCgroupPrefix)
-	if !ok {
-		return false
+	if name, ok := strings.CutPrefix(child, sidecarCgroupPrefix); ok {
+		_, err := SidecarCgroup(name)
+		return err == nil
 	}
-	_, err := SidecarCgroup(name)
-	return err == nil
+	if name, ok := strings.CutPrefix(child, runCgroupPrefix); ok {
+		_, err := RunCgroup(name)
+		return err == nil
+	}
+	return false
 }
 
 // ParseGenerationCgroup is the inverse of GenerationCgroup, for re-discovery

@@ -97,7 +97,10 @@ func TestLongNamesFitSunPath(t *testing.T) {
 		t.Fatal(err)
 	}
 	g, _ := inst.Generation(^uint64(0))
-	cmd, _ := inst.Proc(RoleCmd, 0)
+	cmd, err := inst.Cmd(strings.Repeat("r", RunNameMax))
+	if err != nil {
+		t.Fatal(err)
+	}
 	sc, err := inst.Sidecar(strings.Repeat("s", SidecarNameMax))
 	if err != nil {
 		t.Fatal(err)

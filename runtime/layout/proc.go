@@ -12,13 +12,14 @@ import (
 
 // Proc is one process slot of an instance: a generation unit (role run,
 // generation n ≥ 1) or a role unit (seed, sidecar, cmd; generation 0).
+// Sidecars and runs (role cmd) are named: an Instance has several.
 // Every per-process name (launch file, exit records, log sockets, unit)
 // comes from here, so a generation's names never collide with a role's.
 type Proc struct {
-	inst    Instance
-	role    Role
-	gen     uint64
-	sidecar string // the sidecar's name, role sidecar only
+	inst Instance
+	role Role
+	gen  uint64
+	name string // the sidecar's or the run's name (roles sidecar and cmd)
 }
 
 // Proc validates the (role, generation) pair: the run role always belongs
@@ -35,6 +36,8 @@ func (i Instance) Proc(r Role, gen uint64) (Proc, error) {
 		return Proc{}, fmt.Errorf("role %s is not a generation unit (got generation %d)", r, gen)
 	case r == RoleSidecar:
 		return Proc{}, fmt.Errorf("role sidecar: %w", ErrBadSidecarName)
+	case r == RoleCmd:
+		return Proc{}, fmt.Errorf("role cmd: %w", ErrBadRunName)
 	}
 	return Proc{inst: i, role: r, gen: gen}, nil
 }
@@ -53,21 +56,41 @@ func (i Instance) Sidecar(name string) (Proc, error) {
 	if len(name) > SidecarNameMax || !isDNSLabel(name) {
 		return Proc{}, fmt.Errorf("%w: %q", ErrBadSidecarName, name)
 	}
-	return Proc{inst: i, role: RoleSidecar, sidecar: name}, nil
+	return Proc{inst: i, role: RoleSidecar, name: name}, nil
 }
 
-// Slot is Sidecar(sidecar) for role sidecar and Proc(r, gen) otherwise,
-// for callers that carry the three parts (records, refs, parsed names);
-// a sidecar name on another role is refused.
-func (i Instance) Slot(r Role, gen uint64, sidecar string) (Proc, error) {
-	if r == RoleSidecar {
-		if gen != 0 {
-			return Proc{}, fmt.Errorf("role sidecar is not a generation unit (got generation %d)", gen)
-		}
-		return i.Sidecar(sidecar)
+// RunNameMax bounds a run's name so its stderr socket
+// ("/logs/cmd.<name>.err.sock") stays within the longest socket suffix.
+const RunNameMax = 24
+
+// ErrBadRunName is returned for a run name that is missing, not a
+// DNS-1123 label, or longer than RunNameMax.
+var ErrBadRunName = errors.New("run name must be a DNS-1123 label of at most 24 characters")
+
+// Cmd is the slot of the one-off command (role cmd) called name: each run
+// has its own unit, sockets and cgroup child, so two may run at once.
+func (i Instance) Cmd(name string) (Proc, error) {
+	if len(name) > RunNameMax || !isDNSLabel(name) {
+		return Proc{}, fmt.Errorf("%w: %q", ErrBadRunName, name)
 	}
-	if sidecar != "" {
-		return Proc{}, fmt.Errorf("role %s has no sidecar name (got %q)", r, sidecar)
+	return Proc{inst: i, role: RoleCmd, name: name}, nil
+}
+
+// Slot is Sidecar(name) for role sidecar, Cmd(name) for role cmd and
+// Proc(r, gen) otherwise, for callers that carry the three parts
+// (records, refs, parsed names); a name on another role is refused.
+func (i Instance) Slot(r Role, gen uint64, name string) (Proc, error) {
+	if r == RoleSidecar || r == RoleCmd {
+		if gen != 0 {
+			return Proc{}, fmt.Errorf("role %s is not a generation unit (got generation %d)", r, gen)
+		}
+		if r == RoleCmd {
+			return i.Cmd(name)
+		}
+		return i.Sidecar(name)
+	}
+	if name != "" {
+		return Proc{}, fmt.Errorf("role %s has no name of its own (got %q)", r, name)
 	}
 	return i.Proc(r, gen)
 }
@@ -79,26 +102,40 @@ func (p Proc) Instance() Instance { return p.inst }
 func (p Proc) Role() Role         { return p.role }
 
 // SidecarName is the sidecar's name, "" for every other role.
-func (p Proc) SidecarName() string { return p.sidecar }
+func (p Proc) SidecarName() string {
+	if p.role != RoleSidecar {
+		return ""
+	}
+	return p.name
+}
+
+// RunName is the run's name (role cmd), "" for every other role.
+func (p Proc) RunName() string {
+	if p.role != RoleCmd {
+		return ""
+	}
+	return p.name
+}
 
 // Generation is the generation number, 0 for a role unit.
 func (p Proc) Generation() uint64 { return p.gen }
 
-// key is the per-process part of file names: "gen.<n>", "sidecar.<name>"
-// or the role. A sidecar name is a DNS label (no dot), so no key is a
-// prefix of another up to the dot that follows it.
+// key is the per-process part of file names: "gen.<n>", "sidecar.<name>",
+// "cmd.<name>" or the role. A name is a DNS label (no dot), so no key is
+// a prefix of another up to the dot that follows it.
 func (p Proc) key() string {
 	switch {
 	case p.gen != 0:
 		return "gen." + strconv.FormatUint(p.gen, 10)
-	case p.role == RoleSidecar:
-		return string(p.role) + "." + p.sidecar
+	case p.name != "":
+		return string(p.role) + "." + p.name
 	}
 	return string(p.role)
 }
 
 // LaunchFile is the launch file's name beneath the data dir:
-// launch.gen.<n>.json, launch.sidecar.<name>.json or launch.<role>.json.
+// launch.gen.<n>.json, launch.sidecar.<name>.json, launch.cmd.<name>.json
+// or launch.<role>.json.
 func (p Proc) LaunchFile() string { return "launch." + p.key() + ".json" }
 
 // ExitPrefix starts the names of this process's exit records in ExitDir:
@@ -107,17 +144,17 @@ func (p Proc) LaunchFile() string { return "launch." + p.key() + ".json" }
 func (p Proc) ExitPrefix() string { return "exit." + p.key() + "." }
 
 // LogSocket is where the process's stdout goes, and its stderr too except
-// for cmd (see ErrLogSocket): g<n>.sock, sc.<name>.sock or <role>.sock
-// in LogDir. A sidecar's is short ("sc", not "sidecar") to leave sun_path
+// for cmd (see ErrLogSocket): g<n>.sock, sc.<name>.sock, cmd.<name>.out.sock
+// or <role>.sock in LogDir. A sidecar's is short ("sc", not "sidecar") to leave sun_path
 // room (see longestSocketSuffix).
 func (p Proc) LogSocket() string {
 	switch {
 	case p.role == RoleCmd:
-		return filepath.Join(p.inst.LogDir(), "cmd.out.sock")
+		return filepath.Join(p.inst.LogDir(), "cmd."+p.name+".out.sock")
 	case p.gen != 0:
 		return filepath.Join(p.inst.LogDir(), "g"+strconv.FormatUint(p.gen, 10)+".sock")
 	case p.role == RoleSidecar:
-		return filepath.Join(p.inst.LogDir(), sidecarLogSocketPrefix+p.sidecar+".sock")
+		return filepath.Join(p.inst.LogDir(), sidecarLogSocketPrefix+p.name+".sock")
 	}
 	return filepath.Join(p.inst.LogDir(), string(p.role)+".sock")
 }
@@ -144,7 +181,7 @@ func (p Proc) ErrLogSocket() string {
 	if p.role != RoleCmd {
 		return ""
 	}
-	return filepath.Join(p.inst.LogDir(), "cmd.err.sock")
+	return filepath.Join(p.inst.LogDir(), "cmd."+p.name+".err.sock")
 }
 
 // UnitPrefix starts every systemd unit and slice name unitlet creates.
@@ -186,27 +223,31 @@ var longestUnitSuffix = len("-sidecar-" + unit.UnitNameEscape("a"+strings.Repeat
 
 // UnitName is the process's transient service: unitlet-<ns>-<name>-g<n>.service
 // for a generation, unitlet-<ns>-<name>-sidecar-<sidecar>.service for a
-// sidecar, unitlet-<ns>-<name>-<role>.service for another role unit. Each
-// part is escaped, so bare dashes separate them.
+// sidecar, unitlet-<ns>-<name>-cmd-<run>.service for a run,
+// unitlet-<ns>-<name>-<role>.service for another role unit. Each part is
+// escaped, so bare dashes separate them.
 func (p Proc) UnitName() string {
 	switch {
 	case p.gen != 0:
 		return p.inst.unitStem() + "-g" + strconv.FormatUint(p.gen, 10) + ".service"
-	case p.role == RoleSidecar:
-		return p.inst.unitStem() + "-" + string(p.role) + "-" + unit.UnitNameEscape(p.sidecar) + ".service"
+	case p.name != "":
+		return p.inst.unitStem() + "-" + string(p.role) + "-" + unit.UnitNameEscape(p.name) + ".service"
 	}
 	return p.inst.unitStem() + "-" + string(p.role) + ".service"
 }
 
 // Cgroup is the child of the instance parent the process runs in: g<n>
-// for a generation, role-seed, role-sidecar-<name> for a sidecar (each
-// sidecar its own, so killing one never touches another). cmd has none.
+// for a generation, role-seed, role-sidecar-<name> for a sidecar and
+// role-cmd-<name> for a run (each its own, so killing one never touches
+// another).
 func (p Proc) Cgroup() (string, error) {
 	switch {
 	case p.gen != 0:
 		return GenerationCgroup(p.gen)
 	case p.role == RoleSidecar:
-		return SidecarCgroup(p.sidecar)
+		return SidecarCgroup(p.name)
+	case p.role == RoleCmd:
+		return RunCgroup(p.name)
 	}
 	return RoleCgroup(p.role)
 }

@@ -19,15 +19,16 @@ func TestProcNames(t *testing.T) {
 	tests := map[string]struct {
 		role Role
 		gen  uint64
+		name string
 		want names
 	}{
-		"generation": {RoleRun, 12, names{"launch.gen.12.json", "exit.gen.12.", "/r/a-b/c/logs/g12.sock", "", `unitlet-a\x2db-c-g12.service`}},
-		"seed":       {RoleSeed, 0, names{"launch.seed.json", "exit.seed.", "/r/a-b/c/logs/seed.sock", "", `unitlet-a\x2db-c-seed.service`}},
-		"cmd":        {RoleCmd, 0, names{"launch.cmd.json", "exit.cmd.", "/r/a-b/c/logs/cmd.out.sock", "/r/a-b/c/logs/cmd.err.sock", `unitlet-a\x2db-c-cmd.service`}},
+		"generation": {RoleRun, 12, "", names{"launch.gen.12.json", "exit.gen.12.", "/r/a-b/c/logs/g12.sock", "", `unitlet-a\x2db-c-g12.service`}},
+		"seed":       {RoleSeed, 0, "", names{"launch.seed.json", "exit.seed.", "/r/a-b/c/logs/seed.sock", "", `unitlet-a\x2db-c-seed.service`}},
+		"cmd":        {RoleCmd, 0, "run-1a", names{"launch.cmd.run-1a.json", "exit.cmd.run-1a.", "/r/a-b/c/logs/cmd.run-1a.out.sock", "/r/a-b/c/logs/cmd.run-1a.err.sock", `unitlet-a\x2db-c-cmd-run\x2d1a.service`}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			p, err := inst.Proc(tc.role, tc.gen)
+			p, err := inst.Slot(tc.role, tc.gen, tc.name)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -89,12 +90,13 @@ func TestSlotNamesAreDistinct(t *testing.T) {
 		procs = append(procs, p)
 	}
 	seed, _ := inst.Proc(RoleSeed, 0)
-	cmd, _ := inst.Proc(RoleCmd, 0)
+	cmd, _ := inst.Cmd("a")
+	cmd2, _ := inst.Cmd("b")
 	g1, _ := inst.Generation(1)
-	procs = append(procs, seed, cmd, g1)
+	procs = append(procs, seed, cmd, cmd2, g1)
 	seen := map[string]string{}
 	for _, p := range procs {
-		who := fmt.Sprintf("%s/%s/%d", p.Role(), p.SidecarName(), p.Generation())
+		who := fmt.Sprintf("%s/%s%s/%d", p.Role(), p.SidecarName(), p.RunName(), p.Generation())
 		cg, _ := p.Cgroup()
 		for kind, n := range map[string]string{"launch": p.LaunchFile(), "exit": p.ExitPrefix(), "log": p.LogSocket(), "unit": p.UnitName(), "cgroup": cg} {
 			if n == "" {
@@ -215,7 +217,7 @@ func TestLogFIFO(t *testing.T) {
 	}
 	g, _ := inst.Proc(RoleRun, 12)
 	seed, _ := inst.Proc(RoleSeed, 0)
-	cmd, _ := inst.Proc(RoleCmd, 0)
+	cmd, _ := inst.Cmd("r1")
 	sc, err := inst.Sidecar("cache")
 	if err != nil {
 		t.Fatal(err)

@@ -6,10 +6,8 @@ package logs
 
 import (
 	"errors"
-	"fmt"
 	"net"
 	"os"
-	"strconv"
 	"sync"
 	"time"
 
@@ -39,17 +37,7 @@ type Labels struct {
 
 // source is the label written in front of each line in the file.
 func (l Labels) source() string {
-	s := string(l.Role)
-	if l.Generation != 0 {
-		s = "g" + strconv.FormatUint(l.Generation, 10)
-	}
-	if l.Sidecar != "" {
-		s += "." + l.Sidecar // several sidecars write into one file
-	}
-	if l.Stream != "" {
-		s += "/" + l.Stream
-	}
-	return s
+	return origin{role: l.Role, gen: l.Generation, sidecar: l.Sidecar, stream: l.Stream}.String()
 }
 
 // Options configure a listener.
@@ -150,7 +138,7 @@ func (l *Listener) serve(c net.Conn) {
 }
 
 func (l *Listener) emit(text string) {
-	rec := fmt.Sprintf("%s %s %s\n", time.Now().UTC().Format(time.RFC3339Nano), l.opts.Labels.source(), text)
+	rec := Record{Time: time.Now(), Source: l.opts.Labels.source(), Text: text}.Line() + "\n"
 	if _, err := l.opts.File.Write([]byte(rec)); err != nil {
 		l.log.Error(err, "writing log file")
 	}

@@ -125,5 +125,5 @@ func (n *Node) relisten(in *instance, p layout.Proc, host string) (*logs.Listene
 
 func refOf(p layout.Proc) Ref {
 	inst := p.Instance()
-	return Ref{InstanceRef: InstanceRef{inst.Namespace(), inst.Name()}, Role: p.Role(), Generation: p.Generation(), Sidecar: p.SidecarName()}
+	return Ref{InstanceRef: InstanceRef{inst.Namespace(), inst.Name()}, Role: p.Role(), Generation: p.Generation(), Sidecar: p.SidecarName(), Run: p.RunName()}
 }

@@ -21,13 +21,14 @@ type InstanceRef struct {
 }
 
 // Ref names one process slot of an Instance: a generation (Role run,
-// Generation ≥ 1) or a role unit (seed, sidecar; Generation 0). A sidecar
-// also carries its name: an Instance may have several.
+// Generation ≥ 1) or a role unit (seed, sidecar, cmd; Generation 0). A
+// sidecar and a run also carry their names: an Instance may have several.
 type Ref struct {
 	InstanceRef
 	Role       layout.Role
 	Generation uint64
 	Sidecar    string // the sidecar's name, role sidecar only
+	Run        string // the run's name, role cmd only
 }
 
 // SidecarRef is the slot of the Instance's sidecar called name.
@@ -138,6 +139,10 @@ type Runtime interface {
 	// Listen makes sure the agent holds an activated Instance's socket
 	// while none of its generations runs, so a connection wakes it.
 	Listen(ctx context.Context, inst InstanceRef) error
+	// Run runs a one-off command in a generation's environment (role
+	// cmd: its own unit and cgroup child) until it ends or ctx does, and
+	// returns with the proof that nothing of it is left.
+	Run(ctx context.Context, req RunRequest) RunResult
 	// StableSocket is where the Instance's app answers.
 	StableSocket(inst InstanceRef) (string, error)
 }

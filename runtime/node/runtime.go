@@ -202,9 +202,13 @@ func (n *Node) procOf(ref Ref) (layout.Proc, error) {
 	if err != nil {
 		return layout.Proc{}, err
 	}
-	p, err := li.Slot(ref.Role, ref.Generation, ref.Sidecar)
+	named := ref.Sidecar
+	if ref.Role == layout.RoleCmd {
+		named = ref.Run
+	}
+	p, err := li.Slot(ref.Role, ref.Generation, named)
 	if err != nil {
-		return layout.Proc{}, fmt.Errorf("node: %s/%s %s %d %q: %w", ref.Namespace, ref.Name, ref.Role, ref.Generation, ref.Sidecar, err)
+		return layout.Proc{}, fmt.Errorf("node: %s/%s %s %d %q: %w", ref.Namespace, ref.Name, ref.Role, ref.Generation, named, err)
 	}
 	return p, nil
 }

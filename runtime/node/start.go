@@ -67,7 +67,7 @@ func (n *Node) Start(ctx context.Context, req StartRequest) StartResult {
 		return notPrepared(err)
 	}
 	pr, err := prepare.Prepare(prepare.Request{
-		Instance: p.Instance(), Host: req.Host, Role: p.Role(), Generation: p.Generation(), Sidecar: p.SidecarName(),
+		Instance: p.Instance(), Host: req.Host, Role: p.Role(), Generation: p.Generation(), Name: p.SidecarName(),
 		SocketGID: n.cfg.SocketGID,
 		App:       cred,
 		SpecEnv:   req.SpecEnv, RefEnv: req.RefEnv,

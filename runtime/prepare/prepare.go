@@ -33,8 +33,8 @@ type Request struct {
 	// generation it runs against (its env comes from that launch file);
 	// 0 for seed and sidecar.
 	Generation uint64
-	// Sidecar is the sidecar's name (role sidecar only).
-	Sidecar string
+	// Name is the sidecar's or the run's name (roles sidecar and cmd).
+	Name string
 	// SocketGID owns the run dir and sockets (so a proxy in that group can
 	// connect); -1 leaves them root's.
 	SocketGID int
@@ -115,7 +115,7 @@ func Prepare(req Request) (res *Result, err error) {
 	if req.Role != layout.RoleRun {
 		nameGen = 0 // a cmd's own names are not keyed by its generation
 	}
-	p, err := req.Instance.Slot(req.Role, nameGen, req.Sidecar)
+	p, err := req.Instance.Slot(req.Role, nameGen, req.Name)
 	if err != nil {
 		return nil, err
 	}

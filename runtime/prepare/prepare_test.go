@@ -219,7 +219,7 @@ func TestSeedAndSidecarGetNoControlOrAppSocket(t *testing.T) {
 	for _, role := range []layout.Role{layout.RoleSeed, layout.RoleSidecar} {
 		req := f.request(role, 0)
 		if role == layout.RoleSidecar {
-			req.Sidecar = "side"
+			req.Name = "side"
 		}
 		res := prepareOK(t, req)
 		if res.Control != nil || res.Logs == nil {
@@ -261,7 +261,9 @@ func TestCmdRoleTakesGenerationLaunchEnv(t *testing.T) {
 	if err := os.WriteFile(f.inst.EnvFile(), []byte("not an env file\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	res := prepareOK(t, f.request(layout.RoleCmd, 2))
+	req := f.request(layout.RoleCmd, 2)
+	req.Name = "run-1"
+	res := prepareOK(t, req)
 	if d := cmp.Diff(run.Env, res.Env); d != "" {
 		t.Errorf("cmd env (-gen,+cmd):\n%s", d)
 	}

@@ -89,11 +89,11 @@ func execStopPostPrivileged(argv []string) sddbus.Property {
 // logFlags wire the trampoline's output. A service's app writes into its
 // log FIFO, which it holds open itself: nothing between it and the agent
 // can break when the agent restarts, unlike a socket connection the agent
-// held (the direct backend's shim holds that one instead). cmd keeps its
-// two sockets.
+// held (the direct backend's shim holds that one instead). A run keeps
+// its two sockets: its streams go to its caller, apart, and end with it.
 func logFlags(p layout.Proc) []string {
 	if f := p.LogFIFO(); f != "" {
 		return []string{"--log-fifo", f}
 	}
-	return []string{"--log-socket", p.LogSocket()}
+	return []string{"--log-socket", p.LogSocket(), "--err-socket", p.ErrLogSocket()}
 }

@@ -17,9 +17,9 @@ var ErrUnitName = errors.New("units: not an invertible unitlet unit name")
 
 // ParseUnitName maps a service name made by layout.Proc.UnitName back to
 // its process slot, for re-adoption after a restart. Each part was
-// escaped (a "-" inside namespace, name or sidecar name is \x2d), so the
-// bare dashes separate exactly three parts, four for a sidecar. The
-// result must name the unit again.
+// escaped (a "-" inside namespace, name, sidecar or run name is \x2d), so
+// the bare dashes separate exactly three parts, four for a sidecar or a
+// run. The result must name the unit again.
 //
 // This belongs in runtime/layout, next to UnitName; it lives here until
 // layout has it.
@@ -37,7 +37,7 @@ func ParseUnitName(lay layout.Layout, name string) (layout.Proc, error) {
 	}
 	parts := strings.Split(rest, "-")
 	if len(parts) != 3 && len(parts) != 4 {
-		return bad("not <namespace>-<name>-<slot> or <namespace>-<name>-sidecar-<sidecar>")
+		return bad("not <namespace>-<name>-<slot> or <namespace>-<name>-{sidecar,cmd}-<name>")
 	}
 	inst, err := lay.Instance(unit.UnitNameUnescape(parts[0]), unit.UnitNameUnescape(parts[1]))
 	if err != nil {

@@ -16,7 +16,7 @@ func TestParseUnitNameInvertsUnitName(t *testing.T) {
 		NS, Name string
 		Role     layout.Role
 		Gen      uint64
-		Sidecar  string
+		Named    string // sidecar's or run's name
 	}
 	tests := map[string]slot{
 		"generation":           {"ns1", "web", layout.RoleRun, 3, ""},
@@ -25,7 +25,7 @@ func TestParseUnitNameInvertsUnitName(t *testing.T) {
 		"sidecar":              {"x-y", "z", layout.RoleSidecar, 0, "cache"},
 		"dashed sidecar":       {"x", "y-z", layout.RoleSidecar, 0, "log-shipper-2"},
 		"sidecar named seed":   {"x", "y", layout.RoleSidecar, 0, "seed"},
-		"cmd":                  {"x", "y-z", layout.RoleCmd, 0, ""},
+		"run":                  {"x", "y-z", layout.RoleCmd, 0, "run-7f3a"},
 		"name that looks g<n>": {"g1", "g2", layout.RoleRun, 1, ""},
 	}
 	for name, want := range tests {
@@ -34,7 +34,7 @@ func TestParseUnitNameInvertsUnitName(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			p, err := inst.Slot(want.Role, want.Gen, want.Sidecar)
+			p, err := inst.Slot(want.Role, want.Gen, want.Named)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -42,7 +42,7 @@ func TestParseUnitNameInvertsUnitName(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := slot{back.Instance().Namespace(), back.Instance().Name(), back.Role(), back.Generation(), back.SidecarName()}
+			got := slot{back.Instance().Namespace(), back.Instance().Name(), back.Role(), back.Generation(), back.SidecarName() + back.RunName()}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("(-want,+got):\n%s", diff)
 			}

@@ -68,7 +68,7 @@ func (a *Agent) Start(t testing.TB) {
 	args := append([]string{
 		"--node-name", a.Node, "--kubeconfig", a.Kubeconfig,
 		"--state-root", a.StateRoot, "--run-root", a.RunRoot, "--cgroup-root", a.CgroupRoot,
-		"--unit-backend", "direct", "--require-enrollment=false",
+		"--unit-backend", "direct", "--require-enrollment=false", "--serve-address", "127.0.0.1:0",
 		"--health-probe-bind-address", a.ProbeAddr, "--metrics-bind-address", a.MetricsAddr, "--metrics-secure=false",
 	}, a.Args...)
 	a.Cmd = exec.Command(testutil.AgentBinary(), args...)

@@ -51,12 +51,13 @@ type Identity struct {
 	Role       string `json:"role"`
 	Generation uint64 `json:"generation,omitempty"`
 	Sidecar    string `json:"sidecar,omitempty"` // the sidecar's name, role sidecar only
+	Run        string `json:"run,omitempty"`     // the run's name, role cmd only
 }
 
 // IdentityOf is p's identity.
 func IdentityOf(p layout.Proc) Identity {
 	inst := p.Instance()
-	return Identity{Namespace: inst.Namespace(), Name: inst.Name(), Role: string(p.Role()), Generation: p.Generation(), Sidecar: p.SidecarName()}
+	return Identity{Namespace: inst.Namespace(), Name: inst.Name(), Role: string(p.Role()), Generation: p.Generation(), Sidecar: p.SidecarName(), Run: p.RunName()}
 }
 
 // Proc maps the identity back through lay; it fails for anything layout
@@ -66,7 +67,11 @@ func (id Identity) Proc(lay layout.Layout) (layout.Proc, error) {
 	if err != nil {
 		return layout.Proc{}, err
 	}
-	return inst.Slot(layout.Role(id.Role), id.Generation, id.Sidecar)
+	named := id.Sidecar
+	if layout.Role(id.Role) == layout.RoleCmd {
+		named = id.Run
+	}
+	return inst.Slot(layout.Role(id.Role), id.Generation, named)
 }
 
 // Start is written before a start is handed off: from then on the start

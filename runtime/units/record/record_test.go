@@ -99,16 +99,17 @@ func TestReadRefuses(t *testing.T) {
 	}
 }
 
-// A sidecar's identity keeps its name: a restarted agent maps each of
-// several sidecars' records back to its own slot.
-func TestSidecarIdentityMapsBack(t *testing.T) {
+// A sidecar's or a run's identity keeps its name: a restarted agent maps
+// each of several sidecars' and runs' records back to its own slot.
+func TestNamedIdentityMapsBack(t *testing.T) {
 	lay := layout.Layout{StateRoot: "/s", RunRoot: "/r"}
 	inst, err := lay.Instance("ns", "web")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"cache", "log-shipper"} {
-		p, err := inst.Sidecar(name)
+	slots := map[string]layout.Role{"cache": layout.RoleSidecar, "log-shipper": layout.RoleSidecar, "run-1a2b": layout.RoleCmd, "run-3c4d": layout.RoleCmd}
+	for name, role := range slots {
+		p, err := inst.Slot(role, 0, name)
 		if err != nil {
 			t.Fatal(err)
 		}

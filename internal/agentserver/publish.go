@@ -1,0 +1,58 @@
+package agentserver
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/unitlet/unitlet/api/v1alpha1"
+	"github.com/unitlet/unitlet/internal/agentapi"
+)
+
+// publishUntilDone writes the endpoint into the node's Enrollment,
+// retrying until it is there or ctx ends: a caller finds the agent only
+// through it.
+func (s *Server) publishUntilDone(ctx context.Context, addr string, caPEM []byte) {
+	backoff := wait.Backoff{Duration: time.Second, Factor: 2, Cap: time.Minute, Steps: 1 << 30}
+	_ = wait.ExponentialBackoffWithContext(ctx, backoff, func(ctx context.Context) (bool, error) {
+		if err := s.publish(ctx, addr, caPEM); err != nil {
+			s.Log.Info("endpoint not published yet; retrying", "err", err.Error())
+			return false, nil
+		}
+		s.Log.Info("endpoint published", "enrollment", s.NodeName, "address", addr)
+		return true, nil
+	})
+}
+
+// publish sets status.endpoint of the node's Enrollment, creating the
+// Enrollment (not approved) when it does not exist yet, as the
+// enrollment reconciler would.
+func (s *Server) publish(ctx context.Context, addr string, caPEM []byte) error {
+	var enr v1.Enrollment
+	err := s.Client.Get(ctx, client.ObjectKey{Name: s.NodeName}, &enr)
+	if apierrors.IsNotFound(err) {
+		enr = v1.Enrollment{ObjectMeta: metav1.ObjectMeta{Name: s.NodeName}}
+		if err = s.Client.Create(ctx, &enr); apierrors.IsAlreadyExists(err) {
+			err = s.Client.Get(ctx, client.ObjectKey{Name: s.NodeName}, &enr)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("enrollment %s: %w", s.NodeName, err)
+	}
+	want := &v1.AgentEndpoint{Address: addr, ServerName: agentapi.ServerName(s.NodeName), CABundle: caPEM}
+	if e := enr.Status.Endpoint; e != nil && e.Address == want.Address && e.ServerName == want.ServerName && bytes.Equal(e.CABundle, caPEM) {
+		return nil
+	}
+	orig := enr.DeepCopy()
+	enr.Status.Endpoint = want
+	if err := s.Client.Status().Patch(ctx, &enr, client.MergeFrom(orig)); err != nil {
+		return fmt.Errorf("enrollment %s endpoint: %w", s.NodeName, err)
+	}
+	return nil
+}

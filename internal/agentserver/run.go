@@ -1,0 +1,202 @@
+package agentserver
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/unitlet/unitlet/api/v1alpha1"
+	"github.com/unitlet/unitlet/internal/agentapi"
+	"github.com/unitlet/unitlet/internal/metrics"
+	"github.com/unitlet/unitlet/runtime/node"
+	"github.com/unitlet/unitlet/runtime/outcome"
+)
+
+// maxRunRequest bounds a run's request body (its argv).
+const maxRunRequest = 1 << 20
+
+// serveRun runs the command in the active generation's environment and
+// streams its output back in frames, then its exit. The caller going
+// away stops it; either way it ends proven gone, recorded by an Event
+// on the Instance and a metric.
+func (s *Server) serveRun(w http.ResponseWriter, r *http.Request, ns, name string) {
+	who, ok := s.auth.allowed(w, r, "create", agentapi.SubresourceRun, ns, name)
+	if !ok {
+		return
+	}
+	var req agentapi.RunRequest
+	if err := json.NewDecoder(io.LimitReader(r.Body, maxRunRequest)).Decode(&req); err != nil {
+		http.Error(w, "run request: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	if len(req.Command) == 0 || req.Command[0] == "" {
+		http.Error(w, "run request: no command", http.StatusBadRequest)
+		return
+	}
+	inst, ok := s.instance(w, r, ns, name)
+	if !ok {
+		return
+	}
+	gen := inst.Status.ActiveGeneration
+	if gen <= 0 || inst.Spec.Suspend || !inst.DeletionTimestamp.IsZero() {
+		http.Error(w, fmt.Sprintf("Instance %s/%s has no active generation to run in (suspended, deleted or not started yet)", ns, name), http.StatusConflict)
+		return
+	}
+	runName := newRunName()
+	w.Header().Set("Content-Type", agentapi.RunContentType)
+	w.WriteHeader(http.StatusOK)
+	fw := &frameWriter{w: w, rc: http.NewResponseController(w)}
+	began := time.Now()
+	res := s.Node.Run(r.Context(), node.RunRequest{
+		InstanceRef: node.InstanceRef{Namespace: ns, Name: name}, Name: runName, Generation: uint64(gen),
+		Argv: req.Command, Grace: s.Grace,
+		Stdout: fw.stream(agentapi.FrameStdout), Stderr: fw.stream(agentapi.FrameStderr),
+	})
+	took := time.Since(began)
+	end := runEnd(res, runName, uint64(gen))
+	metrics.ObserveRun(end.result, took)
+	s.Log.Info("run ended", "namespace", ns, "name", name, "run", runName, "user", who.GetName(),
+		"command", req.Command, "result", end.result, "exitCode", end.exit.ExitCode, "took", took)
+	s.Recorder.Eventf(inst, nil, end.eventType, end.reason, "Run", "%s ran %s (%s, generation %d): %s after %s",
+		who.GetName(), quoteCommand(req.Command), runName, gen, end.summary, took.Round(time.Millisecond))
+	if end.failed != "" {
+		_ = fw.frame(agentapi.FrameError, []byte(end.failed))
+		return
+	}
+	b, _ := json.Marshal(end.exit)
+	_ = fw.frame(agentapi.FrameExit, b)
+}
+
+// runOutcome is what a finished run reports, records and counts.
+type runOutcome struct {
+	exit              agentapi.RunExit
+	result            string // the metric's label
+	eventType, reason string
+	summary           string
+	failed            string // set: an error frame instead of an exit
+}
+
+// runEnd decides the outcome from what the node proved.
+func runEnd(res node.RunResult, runName string, gen uint64) runOutcome {
+	o := runOutcome{exit: agentapi.RunExit{Name: runName, Generation: gen}, eventType: corev1.EventTypeNormal}
+	switch {
+	case res.Start.Kind == outcome.NotStarted:
+		o.result, o.eventType, o.reason = "notStarted", corev1.EventTypeWarning, "RunNotStarted"
+		o.summary = "not started: " + errString(res.Start.Cause)
+		o.failed = "run not started: " + errString(res.Start.Cause)
+	case !res.Kill.Proven:
+		o.result, o.eventType, o.reason = "unproven", corev1.EventTypeWarning, v1.ConditionKillUnproven
+		o.summary = "its end is not proven: " + errString(res.Kill.Err())
+		o.failed = o.summary
+	case res.Stopped:
+		o.result, o.eventType, o.reason = "interrupted", corev1.EventTypeWarning, "RunInterrupted"
+		o.summary = "the caller went away; stopped and proven gone"
+		o.exit.ExitCode, o.exit.Message = 130, o.summary
+	case res.Exit == nil:
+		o.result, o.eventType, o.reason = "failed", corev1.EventTypeWarning, "RunFailed"
+		o.summary = "ended with no exit record"
+		o.exit.ExitCode, o.exit.Message = 1, o.summary
+	default:
+		o.exit.ExitCode = exitCode(*res.Exit)
+		o.summary = fmt.Sprintf("exit code %d", o.exit.ExitCode)
+		o.result, o.reason = "succeeded", "RunSucceeded"
+		if o.exit.ExitCode != 0 {
+			o.result, o.eventType, o.reason = "failed", corev1.EventTypeWarning, "RunFailed"
+		}
+	}
+	return o
+}
+
+// exitCode is the status a shell would report: the code, or 128+signal.
+func exitCode(e outcome.Exit) int {
+	if e.Signal != 0 {
+		return 128 + e.Signal
+	}
+	return e.Code
+}
+
+func errString(err error) string {
+	if err == nil {
+		return "unknown cause"
+	}
+	return err.Error()
+}
+
+// quoteCommand is argv for an Event's note, bounded (a note is at most
+// 1 kB).
+func quoteCommand(argv []string) string {
+	b, _ := json.Marshal(argv)
+	s := string(b)
+	if len(s) > 300 {
+		s = s[:300] + "…"
+	}
+	return s
+}
+
+// newRunName is run-<8 hex>: unique enough among one Instance's runs, and
+// a DNS label within layout.RunNameMax.
+func newRunName() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return "run-" + hex.EncodeToString(b[:])
+}
+
+// instance reads the Instance from the agent's cache (this node's only);
+// a miss answers 404.
+func (s *Server) instance(w http.ResponseWriter, r *http.Request, ns, name string) (*v1.Instance, bool) {
+	var inst v1.Instance
+	err := s.Client.Get(r.Context(), client.ObjectKey{Namespace: ns, Name: name}, &inst)
+	if apierrors.IsNotFound(err) || (err == nil && inst.Spec.NodeName != s.NodeName) {
+		http.Error(w, fmt.Sprintf("Instance %s/%s is not on node %s", ns, name, s.NodeName), http.StatusNotFound)
+		return nil, false
+	}
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return nil, false
+	}
+	return &inst, true
+}
+
+// frameWriter writes frames from the run's two streams, one at a time,
+// each flushed at once: output reaches the caller as it is written.
+type frameWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+	rc *http.ResponseController
+}
+
+func (f *frameWriter) frame(k agentapi.FrameKind, b []byte) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := agentapi.WriteFrame(f.w, k, b); err != nil {
+		return err
+	}
+	return f.rc.Flush()
+}
+
+// stream is an io.Writer of one kind of frame, cutting at MaxFrame.
+func (f *frameWriter) stream(k agentapi.FrameKind) io.Writer {
+	return writerFunc(func(p []byte) (int, error) {
+		for rest := p; len(rest) > 0; {
+			n := min(len(rest), agentapi.MaxFrame)
+			if err := f.frame(k, rest[:n]); err != nil {
+				return len(p) - len(rest), err
+			}
+			rest = rest[n:]
+		}
+		return len(p), nil
+	})
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

@@ -1,0 +1,148 @@
+package testutil
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/unitlet/unitlet/internal/testkit/testenv"
+)
+
+// PluginBinary is the kubectl plugin that `make build` writes.
+func PluginBinary() string { return filepath.Join(testenv.RepoRoot(), "bin", "kubectl-unitlet") }
+
+// Kubectl runs kubectl as the suite's administrator and returns its output.
+type Kubectl func(t *testing.T, args ...string) string
+
+// PluginUsers makes two real users of the API server at host (CA caData)
+// as ServiceAccounts of namespace ns with tokens from the TokenRequest
+// API: granted gets the shipped roles unitlet-instance-logs and
+// unitlet-instance-run in ns, denied only get on Instances; both may read
+// the agents' endpoints (unitlet-agent-endpoint-reader), so the agent,
+// not the API server, is what refuses denied. It returns a kubeconfig file
+// for each; everything is removed when t ends.
+func PluginUsers(t *testing.T, kubectl Kubectl, host string, caData []byte, ns, granted, denied string) (grantedConfig, deniedConfig string) {
+	t.Helper()
+	kubectl(t, "apply", "-f", filepath.Join(testenv.RepoRoot(), "config", "rbac", "user_roles.yaml"))
+	for _, sa := range []string{granted, denied} {
+		kubectl(t, "-n", ns, "create", "serviceaccount", sa)
+	}
+	binding := "unitlet-plugin-" + granted
+	kubectl(t, "-n", ns, "create", "rolebinding", binding+"-logs", "--clusterrole=unitlet-instance-logs", "--serviceaccount="+ns+":"+granted)
+	kubectl(t, "-n", ns, "create", "rolebinding", binding+"-run", "--clusterrole=unitlet-instance-run", "--serviceaccount="+ns+":"+granted)
+	kubectl(t, "-n", ns, "create", "role", binding+"-reader", "--verb=get", "--resource=instances.hosting.unitlet.dev")
+	kubectl(t, "-n", ns, "create", "rolebinding", binding+"-reader", "--role="+binding+"-reader", "--serviceaccount="+ns+":"+denied)
+	kubectl(t, "create", "clusterrolebinding", binding+"-endpoints", "--clusterrole=unitlet-agent-endpoint-reader",
+		"--serviceaccount="+ns+":"+granted, "--serviceaccount="+ns+":"+denied)
+	t.Cleanup(func() {
+		kubectl(t, "delete", "clusterrolebinding", binding+"-endpoints", "--ignore-not-found")
+		kubectl(t, "-n", ns, "delete", "rolebinding", binding+"-logs", binding+"-run", binding+"-reader", "--ignore-not-found")
+		kubectl(t, "-n", ns, "delete", "role", binding+"-reader", "--ignore-not-found")
+		kubectl(t, "-n", ns, "delete", "serviceaccount", granted, denied, "--ignore-not-found")
+	})
+	dir := t.TempDir()
+	config := func(sa string) string {
+		token := strings.TrimSpace(kubectl(t, "-n", ns, "create", "token", sa, "--duration=1h"))
+		cfg := clientcmdapi.NewConfig()
+		cfg.Clusters["api"] = &clientcmdapi.Cluster{Server: host, CertificateAuthorityData: caData}
+		cfg.AuthInfos[sa] = &clientcmdapi.AuthInfo{Token: token}
+		cfg.Contexts[sa] = &clientcmdapi.Context{Cluster: "api", AuthInfo: sa, Namespace: ns}
+		cfg.CurrentContext = sa
+		path := filepath.Join(dir, sa+".kubeconfig")
+		if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	return config(granted), config(denied)
+}
+
+// PluginRun is one kubectl-unitlet process.
+type PluginRun struct {
+	Cmd            *exec.Cmd
+	stdout, stderr syncBuffer
+	done           chan struct{}
+	err            error
+}
+
+// StartPlugin starts bin/kubectl-unitlet with args as the user of
+// kubeconfig; it is killed when t ends.
+func StartPlugin(t *testing.T, kubeconfig string, args ...string) *PluginRun {
+	t.Helper()
+	p := &PluginRun{Cmd: exec.Command(PluginBinary(), args...), done: make(chan struct{})}
+	p.Cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+	p.Cmd.Stdout, p.Cmd.Stderr = &p.stdout, &p.stderr
+	if err := p.Cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.err = p.Cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() {
+		_ = p.Cmd.Process.Kill()
+		<-p.done
+	})
+	return p
+}
+
+// Plugin runs bin/kubectl-unitlet to its end.
+func Plugin(t *testing.T, kubeconfig string, args ...string) *PluginRun {
+	t.Helper()
+	p := StartPlugin(t, kubeconfig, args...)
+	p.Wait()
+	return p
+}
+
+// Wait waits for the process to end and returns its exit code.
+func (p *PluginRun) Wait() int {
+	<-p.done
+	return p.Code()
+}
+
+// Done is closed once the process ended.
+func (p *PluginRun) Done() <-chan struct{} { return p.done }
+
+// Code is the exit code (-1 while it runs or when a signal ended it).
+func (p *PluginRun) Code() int {
+	select {
+	case <-p.done:
+	default:
+		return -1
+	}
+	var ee *exec.ExitError
+	if errors.As(p.err, &ee) {
+		return ee.ExitCode()
+	}
+	if p.err != nil {
+		return -1
+	}
+	return 0
+}
+
+// Stdout and Stderr are what it wrote so far.
+func (p *PluginRun) Stdout() string { return p.stdout.String() }
+func (p *PluginRun) Stderr() string { return p.stderr.String() }
+
+// syncBuffer is a bytes.Buffer safe to read while the process writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}

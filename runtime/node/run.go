@@ -1,0 +1,230 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/unitlet/unitlet/runtime/launch"
+	"github.com/unitlet/unitlet/runtime/layout"
+	"github.com/unitlet/unitlet/runtime/logs"
+	"github.com/unitlet/unitlet/runtime/outcome"
+	"github.com/unitlet/unitlet/runtime/prepare"
+	"github.com/unitlet/unitlet/runtime/units"
+)
+
+// RunRequest is a one-off command in a generation's environment: its
+// env, identity, host and working dir come from that generation's launch
+// file, its unit and cgroup child are its own (role cmd, named Name).
+type RunRequest struct {
+	InstanceRef
+	Name       string // the run's name (layout.Instance.Cmd)
+	Generation uint64
+	Argv       []string
+	// Stdout and Stderr receive the command's two streams, apart, as
+	// written; each is written from one goroutine at a time.
+	Stdout, Stderr io.Writer
+	// Grace is the stop's SIGTERM-to-kill time when ctx ends first.
+	Grace time.Duration
+}
+
+// RunResult is how a run ended.
+type RunResult struct {
+	Start outcome.Start
+	// Exit is the command's own end, when it ended by itself and its
+	// record was read.
+	Exit *outcome.Exit
+	// Stopped: ctx ended (the caller went away) before the command did.
+	Stopped bool
+	// Kill is the proof that nothing of the run is left; unproven, the
+	// slot stays held and listed, for the Adopter or a later Retire.
+	Kill outcome.Kill
+	// Output is the first error handing the output over (the caller gone).
+	Output error
+}
+
+// proofBudget bounds the stop and proof of a run whose caller went away.
+const proofBudget = 30 * time.Second
+
+// Run starts the command and waits until it ends or ctx does; either way
+// it returns only once the run's cgroup is proven empty or the proof
+// failed (Kill says which). A proven run leaves no file behind.
+func (n *Node) Run(ctx context.Context, req RunRequest) RunResult {
+	ref := Ref{InstanceRef: req.InstanceRef, Role: layout.RoleCmd, Run: req.Name}
+	res, p, closeStreams := n.startRun(ctx, ref, req)
+	if res.Start.Kind == outcome.NotStarted {
+		return res
+	}
+	res.Stopped = !n.waitEmpty(ctx, p)
+	grace := time.Duration(0) // ended by itself: only the proof is left
+	if res.Stopped {
+		grace = req.Grace
+	}
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace+proofBudget)
+	defer cancel()
+	res.Kill = n.Retire(pctx, ref, grace)
+	res.Output = closeStreams()
+	if !res.Kill.Proven {
+		return res
+	}
+	if st, err := n.cfg.Backend.Observe(pctx, p); err == nil && !res.Stopped {
+		res.Exit = st.Exit
+	}
+	if err := n.Forget(pctx, ref); err != nil {
+		n.cfg.Log.Info("forget run", "unit", p.UnitName(), "err", err)
+	}
+	return res
+}
+
+// startRun prepares the run's slot, binds its two stream sockets and
+// starts its unit, serialised with the Instance's other starts. A run
+// started is held; closeStreams waits for its output and lets go of it.
+func (n *Node) startRun(ctx context.Context, ref Ref, req RunRequest) (res RunResult, p layout.Proc, closeStreams func() error) {
+	notStarted := func(err error) (RunResult, layout.Proc, func() error) {
+		res.Start.Kind, res.Start.Cause = outcome.NotStarted, err
+		return res, p, nil
+	}
+	p, err := n.procOf(ref)
+	if err != nil {
+		return notStarted(err)
+	}
+	res.Start.Unit = p.UnitName()
+	if len(req.Argv) == 0 {
+		return notStarted(fmt.Errorf("node: run %s: no command", req.Name))
+	}
+	in := n.instanceOf(req.InstanceRef)
+	in.starting.Lock()
+	defer in.starting.Unlock()
+	pr, lf, err := n.prepareRun(ctx, ref, p, req)
+	if err != nil {
+		return notStarted(&PrepareError{Err: err})
+	}
+	out, errs, err := listenStreams(p, req.Stdout, req.Stderr)
+	if err != nil {
+		pr.Close()
+		return notStarted(&PrepareError{Err: err})
+	}
+	closeStreams = func() error { return firstErr(out.Close(), errs.Close()) }
+	if err := pr.WriteLaunch(lf.Host, req.Argv, lf.WorkingDir); err != nil {
+		closeStreams()
+		pr.Close()
+		return notStarted(&PrepareError{Err: fmt.Errorf("node: launch file of %s: %w", p.UnitName(), err)})
+	}
+	res.Start = n.cfg.Backend.Start(ctx, units.Spec{Proc: p, Grace: req.Grace})
+	if res.Start.Kind == outcome.NotStarted {
+		closeStreams()
+		pr.Close()
+		_ = n.Forget(context.WithoutCancel(ctx), ref)
+		return res, p, nil
+	}
+	n.mu.Lock()
+	in.slots[ref] = &slot{res: pr}
+	n.mu.Unlock()
+	n.cfg.Log.Info("run started", "unit", p.UnitName(), "generation", req.Generation, "pid", res.Start.MainPID)
+	return res, p, closeStreams
+}
+
+// prepareRun checks that the run's slot is free and prepares it from its
+// generation's launch file.
+func (n *Node) prepareRun(ctx context.Context, ref Ref, p layout.Proc, req RunRequest) (*prepare.Result, launch.File, error) {
+	li := p.Instance()
+	g, err := li.Generation(req.Generation)
+	if err != nil {
+		return nil, launch.File{}, err
+	}
+	lf, err := launch.Read(li.PrivateDir(), g.LaunchFile())
+	if err != nil {
+		return nil, launch.File{}, fmt.Errorf("node: run against generation %d: %w", req.Generation, err)
+	}
+	st, err := n.cfg.Backend.Observe(ctx, p)
+	if err != nil {
+		return nil, launch.File{}, fmt.Errorf("node: observe %s before run: %w", p.UnitName(), err)
+	}
+	n.mu.Lock()
+	_, held := n.instances[req.InstanceRef].slots[ref]
+	n.mu.Unlock()
+	if held || !st.Gone() {
+		return nil, launch.File{}, fmt.Errorf("node: a run called %s is already there (%s)", req.Name, st.ActiveState)
+	}
+	pr, err := prepare.Prepare(prepare.Request{
+		Instance: li, Host: lf.Host, Role: layout.RoleCmd, Generation: req.Generation, Name: req.Name,
+		SocketGID: n.cfg.SocketGID, App: lf.Identity, Logger: n.cfg.Log,
+	})
+	if err != nil {
+		return nil, launch.File{}, fmt.Errorf("node: prepare %s: %w", p.UnitName(), err)
+	}
+	return pr, lf, nil
+}
+
+// listenStreams binds the run's stdout and stderr sockets afresh.
+func listenStreams(p layout.Proc, stdout, stderr io.Writer) (out, errs *logs.Stream, err error) {
+	for _, path := range []string{p.LogSocket(), p.ErrLogSocket()} {
+		if err := removeFile(path); err != nil {
+			return nil, nil, fmt.Errorf("node: stale run socket: %w", err)
+		}
+	}
+	if out, err = logs.ListenStream(p.LogSocket(), stdout); err != nil {
+		return nil, nil, fmt.Errorf("node: stdout socket of %s: %w", p.UnitName(), err)
+	}
+	if errs, err = logs.ListenStream(p.ErrLogSocket(), stderr); err != nil {
+		out.Close()
+		return nil, nil, fmt.Errorf("node: stderr socket of %s: %w", p.UnitName(), err)
+	}
+	return out, errs, nil
+}
+
+// waitEmpty reports true once the run's cgroup is empty, false when ctx
+// ended first.
+func (n *Node) waitEmpty(ctx context.Context, p layout.Proc) bool {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	empty, err := n.cfg.Backend.WatchEmpty(wctx, p)
+	if err != nil {
+		n.cfg.Log.Info("no watch on run; polling", "unit", p.UnitName(), "err", err)
+		return n.pollEmpty(ctx, p)
+	}
+	select {
+	case <-empty:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// pollEmpty is waitEmpty without a watch.
+func (n *Node) pollEmpty(ctx context.Context, p layout.Proc) bool {
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if st, err := n.cfg.Backend.Observe(ctx, p); err == nil {
+			if pop, err := n.cfg.Backend.Populated(ctx, p, st); err == nil && !pop && st.Gone() {
+				return true
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+		}
+	}
+}
+
+func firstErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// LogFile is where inst's output is kept: the current file, and how many
+// rotated ones (path.1 ... path.keep) beside it.
+func (n *Node) LogFile(inst InstanceRef) (path string, keep int, err error) {
+	li, err := n.layoutOf(inst)
+	if err != nil {
+		return "", 0, err
+	}
+	return li.LogFile(), n.cfg.LogKeep, nil
+}

@@ -1,0 +1,223 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	eventsv1 "k8s.io/api/events/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/unitlet/unitlet/api/v1alpha1"
+	"github.com/unitlet/unitlet/internal/testkit/testutil"
+)
+
+// tickerApp serves its socket and prints a numbered tick, naming its
+// generation, every 100 ms.
+const tickerApp = `import http.server, os, socketserver, threading, time
+gen = os.environ["UNITLET_GENERATION"]
+def tick():
+    n = 0
+    while True:
+        print("tick g%s %d" % (gen, n), flush=True); n += 1; time.sleep(0.1)
+threading.Thread(target=tick, daemon=True).start()
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200); self.send_header("Content-Length", "3"); self.end_headers(); self.wfile.write(b"ok\n")
+    def log_message(self, *a): pass
+class S(socketserver.UnixStreamServer):
+    def get_request(self):
+        c, _ = self.socket.accept(); return c, ("unix", 0)
+S(os.environ["UNITLET_APP_SOCKET"], H).serve_forever()
+`
+
+// TestPluginLogsAndRun: two real users of the API server, one granted
+// instances/log and instances/run, one not. The granted one reads the
+// app's output, follows it across a swap, runs commands in the active
+// generation's environment (output apart, exit code back, the app's own
+// uid, a cgroup child of its own) and interrupts one, which the agent
+// stops and proves gone; the other gets 403 for both. A run that
+// outlives its agent is stopped by the next one.
+func TestPluginLogsAndRun(t *testing.T) {
+	a := startAgent(t, "e2e-plugin", func(a *agent) { a.Metrics = true })
+	inst := sample(t, "hosting_v1alpha1_instance_replace.yaml", a.Node)
+	inst.Name = "ticker"
+	inst.Spec.Template.Args = []string{"-c", tickerApp}
+	if err := k8s.Create(context.Background(), inst); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { deleteAndWait(t, inst.Name) })
+	waitServing(t, inst.Name, 1)
+	alice, bob := testutil.PluginUsers(t, kubectl, env.Config.Host, env.Config.CAData, "default", "alice", "bob")
+	const aliceName = "system:serviceaccount:default:alice"
+
+	eventually(t, "alice reads the app's ticks", 30*time.Second, func() (bool, string) {
+		p := testutil.Plugin(t, alice, "logs", inst.Name)
+		return p.Code() == 0 && strings.Contains(p.Stdout(), "tick g1 3\n"), p.Stderr() + tail(p.Stdout())
+	})
+
+	follow := testutil.StartPlugin(t, alice, "logs", inst.Name, "-f", "--prefix")
+	eventually(t, "the follow sees generation 1", 30*time.Second, func() (bool, string) {
+		return strings.Contains(follow.Stdout(), "[g1] tick g1"), follow.Stderr() + tail(follow.Stdout())
+	})
+	updateInstance(t, inst.Name, func(i *v1.Instance) { i.Spec.Template.Args = append(i.Spec.Template.Args, "v2") })
+	waitServing(t, inst.Name, 2)
+	eventually(t, "the same follow sees generation 2 after the swap", 30*time.Second, func() (bool, string) {
+		return strings.Contains(follow.Stdout(), "[g2] tick g2 3\n"), follow.Stderr() + tail(follow.Stdout())
+	})
+	if s := follow.Stdout(); strings.Index(s, "tick g2") < strings.LastIndex(s, "tick g1") {
+		t.Errorf("generation 1's lines after generation 2's:\n%s", tail(s))
+	}
+
+	run := testutil.Plugin(t, alice, "run", inst.Name, "--", "/bin/sh", "-c",
+		`echo "out $UNITLET_GENERATION $(id -u)"; echo "err $UNITLET_NAME" >&2; cat /proc/self/cgroup; exit 3`)
+	if run.Code() != 3 {
+		t.Fatalf("run exit code %d, want 3; stderr:\n%s", run.Code(), run.Stderr())
+	}
+	uid := appUID(t, a, inst.Name)
+	if want := fmt.Sprintf("out 2 %d\n", uid); !strings.HasPrefix(run.Stdout(), want) || uid == 0 {
+		t.Errorf("run stdout %q, want it to start %q (generation 2's env, the app's own uid)", run.Stdout(), want)
+	}
+	if !strings.Contains(run.Stdout(), "/role-cmd-run-") {
+		t.Errorf("run not in a cgroup child of its own:\n%s", run.Stdout())
+	}
+	if strings.Contains(run.Stdout(), "err ") || !strings.Contains(run.Stderr(), "err ticker\n") {
+		t.Errorf("stderr not apart: stdout %q, stderr %q", run.Stdout(), run.Stderr())
+	}
+	waitEvent(t, inst.Name, "RunFailed", aliceName, "exit code 3")
+
+	// Two at once, each its own; the second's exit code is its own.
+	first := testutil.StartPlugin(t, alice, "run", inst.Name, "--", "/bin/sh", "-c", "sleep 1; echo first")
+	second := testutil.Plugin(t, alice, "run", inst.Name, "--", "/bin/true")
+	if second.Code() != 0 || first.Wait() != 0 || first.Stdout() != "first\n" {
+		t.Errorf("concurrent runs: second %d (%s), first %d %q (%s)", second.Code(), second.Stderr(), first.Code(), first.Stdout(), first.Stderr())
+	}
+
+	// Interrupted: the agent stops the command and proves it gone.
+	marker := "unitlet-plugin-" + runID
+	sleeper := testutil.StartPlugin(t, alice, "run", inst.Name, "--", "/bin/sh", "-c", "sleep 300; : "+marker)
+	eventually(t, "the interrupted run's command runs", 20*time.Second, func() (bool, string) {
+		return len(pidsOf(marker)) > 0, sleeper.Stderr()
+	})
+	_ = sleeper.Cmd.Process.Signal(syscall.SIGINT)
+	if code := sleeper.Wait(); code != 130 {
+		t.Errorf("interrupted plugin exit code %d, want 130; stderr:\n%s", code, sleeper.Stderr())
+	}
+	eventually(t, "nothing of the interrupted run left", 30*time.Second, func() (bool, string) {
+		return len(pidsOf(marker)) == 0 && len(runCgroups(t, a, inst.Name)) == 0, fmt.Sprint(pidsOf(marker), runCgroups(t, a, inst.Name))
+	})
+	waitEvent(t, inst.Name, "RunInterrupted", aliceName, "stopped and proven gone")
+	for _, result := range []string{"failed", "succeeded", "interrupted"} {
+		if got := agentSample(t, a.MetricsAddr, "unitlet_run_duration_seconds_count", map[string]string{"result": result}); got == "" || got == "0" {
+			t.Errorf("agent /metrics: runs counted as %s: %q", result, got)
+		}
+	}
+
+	for _, args := range [][]string{{"logs", inst.Name}, {"run", inst.Name, "--", "/bin/true"}} {
+		p := testutil.Plugin(t, bob, args...)
+		if p.Code() == 0 || !strings.Contains(p.Stderr(), "403") || !strings.Contains(p.Stderr(), "cannot") {
+			t.Errorf("bob %v: exit %d, stderr %q; want a 403 saying what he cannot do", args, p.Code(), p.Stderr())
+		}
+	}
+
+	// A run that outlives its agent: the next agent stops it, proven.
+	orphan := testutil.StartPlugin(t, alice, "run", inst.Name, "--", "/bin/sh", "-c", "sleep 301; : "+marker)
+	eventually(t, "the run the agent will not see end runs", 20*time.Second, func() (bool, string) {
+		return len(pidsOf(marker)) > 0, orphan.Stderr()
+	})
+	a.Stop(syscall.SIGKILL)
+	a.Launch(t)
+	eventually(t, "the next agent stops the run it found", 60*time.Second, func() (bool, string) {
+		return len(pidsOf(marker)) == 0 && len(runCgroups(t, a, inst.Name)) == 0, fmt.Sprint(pidsOf(marker), runCgroups(t, a, inst.Name))
+	})
+	waitEvent(t, inst.Name, "RunAbandoned", "", "stopped and proven gone")
+	eventually(t, "logs still read after the restart, old lines and new", 30*time.Second, func() (bool, string) {
+		p := testutil.Plugin(t, alice, "logs", inst.Name, "--generation", "2")
+		s := p.Stdout()
+		return p.Code() == 0 && strings.Contains(s, "tick g2 0\n") && strings.Count(s, "\n") > strings.Count(follow.Stdout(), "[g2]"), p.Stderr() + tail(s)
+	})
+}
+
+// appUID is the uid the Instance's app runs as (its data dir's owner).
+func appUID(t *testing.T, a *agent, name string) int {
+	t.Helper()
+	li, err := a.Layout().Instance("default", name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(li.DataDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return int(st.Sys().(*syscall.Stat_t).Uid)
+}
+
+// runCgroups are the run children under the Instance's cgroup (in the
+// pids hierarchy, as processesUnder reads it).
+func runCgroups(t *testing.T, a *agent, name string) []string {
+	t.Helper()
+	li, err := a.Layout().Instance("default", name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runs []string
+	entries, _ := os.ReadDir("/sys/fs/cgroup/pids/" + li.Cgroup())
+	for _, e := range entries {
+		if e.IsDir() && strings.HasPrefix(e.Name(), "role-cmd-") {
+			runs = append(runs, e.Name())
+		}
+	}
+	return runs
+}
+
+// pidsOf are the processes whose command line holds marker.
+func pidsOf(marker string) []string {
+	entries, _ := os.ReadDir("/proc")
+	var pids []string
+	for _, e := range entries {
+		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err == nil && strings.Contains(string(b), marker) && !strings.Contains(string(b), "kubectl-unitlet") {
+			pids = append(pids, e.Name())
+		}
+	}
+	return pids
+}
+
+// waitEvent waits for an Event on the Instance with reason whose note
+// holds every part.
+func waitEvent(t *testing.T, name, reason string, parts ...string) {
+	t.Helper()
+	eventually(t, "event "+reason, 30*time.Second, func() (bool, string) {
+		var list eventsv1.EventList
+		if err := k8s.List(context.Background(), &list, client.InNamespace("default")); err != nil {
+			return false, err.Error()
+		}
+		var seen []string
+		for _, e := range list.Items {
+			if e.Regarding.Name != name || e.Reason != reason {
+				continue
+			}
+			seen = append(seen, e.Note)
+			ok := true
+			for _, p := range parts {
+				ok = ok && strings.Contains(e.Note, p)
+			}
+			if ok {
+				return true, ""
+			}
+		}
+		return false, strings.Join(seen, "\n")
+	})
+}
+
+// tail is the end of s, for a failure message.
+func tail(s string) string {
+	if len(s) > 600 {
+		return "…" + s[len(s)-600:]
+	}
+	return s
+}
