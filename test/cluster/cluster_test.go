@@ -19,6 +19,7 @@ import (
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
 	"github.com/unitlet/unitlet/internal/agentimage"
 	"github.com/unitlet/unitlet/internal/testkit/cluster"
+	"github.com/unitlet/unitlet/internal/testkit/nodevm"
 	"github.com/unitlet/unitlet/internal/testkit/testenv"
 	"github.com/unitlet/unitlet/internal/testkit/testutil"
 )
@@ -32,6 +33,7 @@ func TestDaemonSet(t *testing.T) {
 		{Name: "approve: the samples serve", Run: approveAndServe},
 		{Name: "nodewatch: NoAgent and NodeLost where no agent answers", Run: nodeWatch},
 		{Name: "envFrom: read only where an administrator opted in", Run: envFromOptIn},
+		{Name: "plugin: logs and a run for a granted user, 403 for another", Run: pluginLogsAndRun},
 		{Name: "swap: a template edit under load, 0 failed requests", Run: swapUnderLoad},
 		{Name: "rollout: a new agent image restarts no app", Run: rollout},
 		{Name: "delete: an Instance leaves nothing on the node", Run: deleteOne},
@@ -121,6 +123,61 @@ func envFromOptIn(t *testing.T) {
 	}
 	kube.DeleteAndWait(t, "configured", 3*time.Minute)
 	leftOnNode(t, "configured")
+}
+
+// pluginLogsAndRun: on a machine that reaches the node (the node
+// itself), a user reads an app's output and runs a command in its
+// environment through the DaemonSet's agent, found through its
+// Enrollment; a user without instances/log and instances/run is refused
+// by the agent.
+func pluginLogsAndRun(t *testing.T) {
+	ctx := context.Background()
+	inst := testutil.Sample(t, "hosting_v1alpha1_instance_replace.yaml", cluster.NodeName)
+	inst.Name, inst.Spec.Host = "ticker", "ticker.example.com"
+	inst.Spec.Template.Args = []string{"-c", testutil.TickerApp}
+	if err := k8s.Create(ctx, inst); err != nil {
+		t.Fatal(err)
+	}
+	kubectl(t, "wait", "--for=condition=Ready", "--timeout=180s", "inst/ticker")
+	bin := filepath.Join(t.TempDir(), "kubectl-unitlet")
+	build := exec.Command("go", "build", "-trimpath", "-o", bin, "./cmd/kubectl-unitlet")
+	build.Dir, build.Env = testenv.RepoRoot(), append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build the plugin: %v\n%s", err, out)
+	}
+	b, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.VM.WriteFile(ctx, "/usr/local/bin/kubectl-unitlet", b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	aliceToken, bobToken := testutil.PluginUsers(t, kubectl, testutil.Namespace, "alice", "bob")
+	server := strings.Replace(c.Env.Config.Host, "127.0.0.1", nodevm.GuestHostAddr, 1)
+	for user, token := range map[string]string{"alice": aliceToken, "bob": bobToken} {
+		cfg := testutil.Kubeconfig(t, server, c.Env.Config.CAData, testutil.Namespace, user, token)
+		if err := c.VM.WriteFile(ctx, "/root/"+user+".kubeconfig", cfg, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	plugin := func(user, args string) string {
+		return c.VM.MustRun(t, "set +e; KUBECONFIG=/root/"+user+".kubeconfig kubectl-unitlet "+args+" 2>&1; echo exit=$?")
+	}
+	eventually(t, "alice reads the app's ticks", time.Minute, func() (bool, string) {
+		out := plugin("alice", "logs ticker")
+		return strings.Contains(out, "tick g1 3\n") && strings.HasSuffix(out, "exit=0\n"), out
+	})
+	out := plugin("alice", `run ticker -- /bin/sh -c 'echo "uid $(id -u) generation $UNITLET_GENERATION"; exit 7'`)
+	if !strings.Contains(out, "generation 1\n") || strings.Contains(out, "uid 0 ") || !strings.HasSuffix(out, "exit=7\n") {
+		t.Errorf("alice's run: %q, want the app's own (non-root) uid, generation 1, exit code 7", out)
+	}
+	for _, args := range []string{"logs ticker", "run ticker -- /bin/true"} {
+		if out := plugin("bob", args); !strings.Contains(out, "403") || !strings.HasSuffix(out, "exit=1\n") {
+			t.Errorf("bob's %s: %q, want a 403 from the agent", args, out)
+		}
+	}
+	kube.DeleteAndWait(t, "ticker", 3*time.Minute)
+	leftOnNode(t, "ticker")
 }
 
 // metricsAuthorized scrapes the agent's HTTPS metrics from the node as

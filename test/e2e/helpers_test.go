@@ -20,7 +20,7 @@ func sample(t *testing.T, file, node string) *v1.Instance {
 	return testutil.Sample(t, file, node)
 }
 
-func kubectl(t *testing.T, args ...string) string {
+func kubectl(t testing.TB, args ...string) string {
 	t.Helper()
 	cmd := exec.Command(filepath.Join(testenv.RepoRoot(), "bin", "kubectl"), append([]string{"--kubeconfig", kubeconfig}, args...)...)
 	out, err := cmd.CombinedOutput()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -16,25 +17,6 @@ import (
 	"github.com/unitlet/unitlet/internal/testkit/testutil"
 )
 
-// tickerApp serves its socket and prints a numbered tick, naming its
-// generation, every 100 ms.
-const tickerApp = `import http.server, os, socketserver, threading, time
-gen = os.environ["UNITLET_GENERATION"]
-def tick():
-    n = 0
-    while True:
-        print("tick g%s %d" % (gen, n), flush=True); n += 1; time.sleep(0.1)
-threading.Thread(target=tick, daemon=True).start()
-class H(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        self.send_response(200); self.send_header("Content-Length", "3"); self.end_headers(); self.wfile.write(b"ok\n")
-    def log_message(self, *a): pass
-class S(socketserver.UnixStreamServer):
-    def get_request(self):
-        c, _ = self.socket.accept(); return c, ("unix", 0)
-S(os.environ["UNITLET_APP_SOCKET"], H).serve_forever()
-`
-
 // TestPluginLogsAndRun: two real users of the API server, one granted
 // instances/log and instances/run, one not. The granted one reads the
 // app's output, follows it across a swap, runs commands in the active
@@ -46,13 +28,14 @@ func TestPluginLogsAndRun(t *testing.T) {
 	a := startAgent(t, "e2e-plugin", func(a *agent) { a.Metrics = true })
 	inst := sample(t, "hosting_v1alpha1_instance_replace.yaml", a.Node)
 	inst.Name = "ticker"
-	inst.Spec.Template.Args = []string{"-c", tickerApp}
+	inst.Spec.Template.Args = []string{"-c", testutil.TickerApp}
 	if err := k8s.Create(context.Background(), inst); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { deleteAndWait(t, inst.Name) })
 	waitServing(t, inst.Name, 1)
-	alice, bob := testutil.PluginUsers(t, kubectl, env.Config.Host, env.Config.CAData, "default", "alice", "bob")
+	aliceToken, bobToken := testutil.PluginUsers(t, kubectl, "default", "alice", "bob")
+	alice, bob := userConfig(t, "alice", aliceToken), userConfig(t, "bob", bobToken)
 	const aliceName = "system:serviceaccount:default:alice"
 
 	eventually(t, "alice reads the app's ticks", 30*time.Second, func() (bool, string) {
@@ -140,6 +123,15 @@ func TestPluginLogsAndRun(t *testing.T) {
 		s := p.Stdout()
 		return p.Code() == 0 && strings.Contains(s, "tick g2 0\n") && strings.Count(s, "\n") > strings.Count(follow.Stdout(), "[g2]"), p.Stderr() + tail(s)
 	})
+}
+
+// userConfig writes a kubeconfig for user with token and returns its path.
+func userConfig(t *testing.T, user, token string) string {
+	path := filepath.Join(t.TempDir(), user+".kubeconfig")
+	if err := os.WriteFile(path, testutil.Kubeconfig(t, env.Config.Host, env.Config.CAData, "default", user, token), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // appUID is the uid the Instance's app runs as (its data dir's owner).

@@ -16,20 +16,38 @@ import (
 	"github.com/unitlet/unitlet/internal/testkit/testenv"
 )
 
+// TickerApp serves its socket and prints a numbered tick, naming its
+// generation, every 100 ms: an app whose logs show what they should.
+const TickerApp = `import http.server, os, socketserver, threading, time
+gen = os.environ["UNITLET_GENERATION"]
+def tick():
+    n = 0
+    while True:
+        print("tick g%s %d" % (gen, n), flush=True); n += 1; time.sleep(0.1)
+threading.Thread(target=tick, daemon=True).start()
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200); self.send_header("Content-Length", "3"); self.end_headers(); self.wfile.write(b"ok\n")
+    def log_message(self, *a): pass
+class S(socketserver.UnixStreamServer):
+    def get_request(self):
+        c, _ = self.socket.accept(); return c, ("unix", 0)
+S(os.environ["UNITLET_APP_SOCKET"], H).serve_forever()
+`
+
 // PluginBinary is the kubectl plugin that `make build` writes.
 func PluginBinary() string { return filepath.Join(testenv.RepoRoot(), "bin", "kubectl-unitlet") }
 
 // Kubectl runs kubectl as the suite's administrator and returns its output.
-type Kubectl func(t *testing.T, args ...string) string
+type Kubectl func(t testing.TB, args ...string) string
 
-// PluginUsers makes two real users of the API server at host (CA caData)
-// as ServiceAccounts of namespace ns with tokens from the TokenRequest
-// API: granted gets the shipped roles unitlet-instance-logs and
-// unitlet-instance-run in ns, denied only get on Instances; both may read
-// the agents' endpoints (unitlet-agent-endpoint-reader), so the agent,
-// not the API server, is what refuses denied. It returns a kubeconfig file
-// for each; everything is removed when t ends.
-func PluginUsers(t *testing.T, kubectl Kubectl, host string, caData []byte, ns, granted, denied string) (grantedConfig, deniedConfig string) {
+// PluginUsers makes two real users of the API server as ServiceAccounts
+// of namespace ns and returns a token of each (TokenRequest API): granted
+// gets the shipped roles unitlet-instance-logs and unitlet-instance-run
+// in ns, denied only get on Instances; both may read the agents'
+// endpoints (unitlet-agent-endpoint-reader), so the agent, not the API
+// server, is what refuses denied. Everything is removed when t ends.
+func PluginUsers(t testing.TB, kubectl Kubectl, ns, granted, denied string) (grantedToken, deniedToken string) {
 	t.Helper()
 	kubectl(t, "apply", "-f", filepath.Join(testenv.RepoRoot(), "config", "rbac", "user_roles.yaml"))
 	for _, sa := range []string{granted, denied} {
@@ -48,21 +66,26 @@ func PluginUsers(t *testing.T, kubectl Kubectl, host string, caData []byte, ns, 
 		kubectl(t, "-n", ns, "delete", "role", binding+"-reader", "--ignore-not-found")
 		kubectl(t, "-n", ns, "delete", "serviceaccount", granted, denied, "--ignore-not-found")
 	})
-	dir := t.TempDir()
-	config := func(sa string) string {
-		token := strings.TrimSpace(kubectl(t, "-n", ns, "create", "token", sa, "--duration=1h"))
-		cfg := clientcmdapi.NewConfig()
-		cfg.Clusters["api"] = &clientcmdapi.Cluster{Server: host, CertificateAuthorityData: caData}
-		cfg.AuthInfos[sa] = &clientcmdapi.AuthInfo{Token: token}
-		cfg.Contexts[sa] = &clientcmdapi.Context{Cluster: "api", AuthInfo: sa, Namespace: ns}
-		cfg.CurrentContext = sa
-		path := filepath.Join(dir, sa+".kubeconfig")
-		if err := clientcmd.WriteToFile(*cfg, path); err != nil {
-			t.Fatal(err)
-		}
-		return path
+	token := func(sa string) string {
+		return strings.TrimSpace(kubectl(t, "-n", ns, "create", "token", sa, "--duration=1h"))
 	}
-	return config(granted), config(denied)
+	return token(granted), token(denied)
+}
+
+// Kubeconfig is a kubeconfig for user with token against the API server
+// at server (CA caData), in namespace ns.
+func Kubeconfig(t testing.TB, server string, caData []byte, ns, user, token string) []byte {
+	t.Helper()
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["api"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: caData}
+	cfg.AuthInfos[user] = &clientcmdapi.AuthInfo{Token: token}
+	cfg.Contexts[user] = &clientcmdapi.Context{Cluster: "api", AuthInfo: user, Namespace: ns}
+	cfg.CurrentContext = user
+	b, err := clientcmd.Write(*cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 // PluginRun is one kubectl-unitlet process.
