@@ -79,8 +79,8 @@ func logFilter(q agentapi.LogQuery, now time.Time) (logs.Filter, error) {
 			return logs.Filter{}, fmt.Errorf("since=%q: want a duration (10m) or an RFC 3339 time", q.Since)
 		}
 	}
-	if q.Generation != 0 && f.Role != "" && f.Role != "run" {
-		return logs.Filter{}, fmt.Errorf("generation=%d: only the app's lines (role run) belong to a generation", q.Generation)
+	if err := f.Validate(); err != nil {
+		return logs.Filter{}, err
 	}
 	return f, nil
 }

@@ -1,0 +1,166 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/unitlet/unitlet/runtime/layout"
+	"github.com/unitlet/unitlet/runtime/outcome"
+)
+
+// lockedBuffer is a run's stream as a caller holds it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestRun: a run gets its generation's environment, its streams apart and
+// its exit code, in a cgroup child of its own; a second runs beside it;
+// one whose caller goes away is stopped and proven gone; none leaves a
+// file behind.
+func TestRun(t *testing.T) {
+	e := newEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	gen := e.appRequest("runs", 1)
+	e.retireAtEnd(t, gen.Ref)
+	if res := e.node.Start(ctx, gen); res.Start.Kind != outcome.Running {
+		t.Fatalf("start: %v (%v)", res.Start.Kind, res.Start.Cause)
+	}
+	run := func(ctx context.Context, name string, argv ...string) (RunResult, string, string) {
+		var out, errs lockedBuffer
+		res := e.node.Run(ctx, RunRequest{InstanceRef: gen.InstanceRef, Name: name, Generation: 1, Argv: argv,
+			Stdout: &out, Stderr: &errs, Grace: time.Second})
+		return res, out.String(), errs.String()
+	}
+
+	tests := map[string]struct {
+		argv             []string
+		wantOut, wantErr string
+		wantCode         int
+	}{
+		"env and streams apart": {
+			argv:    []string{"/bin/sh", "-c", `echo "$UNITLET_GENERATION $GREETING"; echo oops >&2; exit 3`},
+			wantOut: "1 hi\n", wantErr: "oops\n", wantCode: 3,
+		},
+		"own cgroup child": {
+			argv:    []string{"/bin/sh", "-c", `grep -c /role-cmd-run-b$ /proc/self/cgroup >/dev/null && echo own`},
+			wantOut: "own\n",
+		},
+		"not found": {
+			argv:     []string{"/no/such/command"},
+			wantCode: 127,
+		},
+	}
+	names := map[string]string{"env and streams apart": "run-a", "own cgroup child": "run-b", "not found": "run-c"}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			res, out, errs := run(ctx, names[name], tc.argv...)
+			if !res.Kill.Proven || res.Stopped || res.Exit == nil {
+				t.Fatalf("run: start %v (%v), stopped %v, kill %v, exit %+v", res.Start.Kind, res.Start.Cause, res.Stopped, res.Kill.Err(), res.Exit)
+			}
+			got := struct {
+				Out, Err string
+				Code     int
+			}{out, errs, res.Exit.Code}
+			want := struct {
+				Out, Err string
+				Code     int
+			}{tc.wantOut, tc.wantErr, tc.wantCode}
+			if tc.wantCode == 127 {
+				want.Err = got.Err // the trampoline says why, in its own words
+				if !strings.Contains(errs, "/no/such/command") {
+					t.Errorf("stderr %q does not name the command", errs)
+				}
+			}
+			if d := cmp.Diff(want, got); d != "" {
+				t.Errorf("(-want,+got):\n%s", d)
+			}
+			e.expectForgotten(t, gen.InstanceRef, names[name])
+		})
+	}
+
+	t.Run("interrupted beside another", func(t *testing.T) {
+		rctx, stop := context.WithCancel(ctx)
+		done := make(chan RunResult)
+		go func() {
+			res, _, _ := run(rctx, "run-long", "/bin/sleep", "300")
+			done <- res
+		}()
+		// The second run starts and ends while the first still runs.
+		if res, out, _ := run(ctx, "run-short", "/bin/echo", "beside"); res.Exit == nil || out != "beside\n" {
+			t.Fatalf("run beside: exit %+v, out %q (%v)", res.Exit, out, res.Start.Cause)
+		}
+		stop()
+		res := <-done
+		if !res.Stopped || !res.Kill.Proven {
+			t.Fatalf("interrupted run: stopped %v, kill %v", res.Stopped, res.Kill.Err())
+		}
+		e.expectForgotten(t, gen.InstanceRef, "run-long")
+	})
+
+	t.Run("refused", func(t *testing.T) {
+		var pe *PrepareError
+		if res, _, _ := run(ctx, "run-x"); res.Start.Kind != outcome.NotStarted {
+			t.Errorf("no command: %v", res.Start.Kind)
+		}
+		if res := e.node.Run(ctx, RunRequest{InstanceRef: gen.InstanceRef, Name: "run-y", Generation: 9, Argv: []string{"/bin/true"},
+			Stdout: &lockedBuffer{}, Stderr: &lockedBuffer{}}); res.Start.Kind != outcome.NotStarted || !errors.As(res.Start.Cause, &pe) {
+			t.Errorf("against a generation that never was: %v (%v)", res.Start.Kind, res.Start.Cause)
+		}
+		if res, _, _ := run(ctx, "Bad_Name", "/bin/true"); res.Start.Kind != outcome.NotStarted || !errors.Is(res.Start.Cause, layout.ErrBadRunName) {
+			t.Errorf("bad name: %v (%v)", res.Start.Kind, res.Start.Cause)
+		}
+	})
+}
+
+// expectForgotten fails t when the run left a launch file, a record or a
+// socket behind, or is still listed.
+func (e *env) expectForgotten(t *testing.T, inst InstanceRef, name string) {
+	t.Helper()
+	li, err := e.lay.Instance(inst.Namespace, inst.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := li.Cmd(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{li.PrivateDir(), li.ExitDir(), li.LogDir()} {
+		ents, _ := os.ReadDir(dir)
+		for _, ent := range ents {
+			if strings.Contains(ent.Name(), "cmd."+name+".") {
+				t.Errorf("run %s left %s/%s", name, dir, ent.Name())
+			}
+		}
+	}
+	refs, err := e.node.ListInstance(context.Background(), inst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range refs {
+		if r.Role == layout.RoleCmd && r.Run == p.RunName() {
+			t.Errorf("run %s still listed", name)
+		}
+	}
+}
