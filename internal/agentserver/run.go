@@ -99,7 +99,7 @@ func runEnd(res node.RunResult, runName string, gen uint64) runOutcome {
 		o.failed = o.summary
 	case res.Stopped:
 		o.result, o.eventType, o.reason = "interrupted", corev1.EventTypeWarning, "RunInterrupted"
-		o.summary = "the caller went away; stopped and proven gone"
+		o.summary = "its caller's stream ended (the caller went away, or the agent stopped); stopped and proven gone"
 		o.exit.ExitCode, o.exit.Message = 130, o.summary
 	case res.Exit == nil:
 		o.result, o.eventType, o.reason = "failed", corev1.EventTypeWarning, "RunFailed"

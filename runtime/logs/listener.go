@@ -8,7 +8,6 @@ import (
 	"errors"
 	"net"
 	"os"
-	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -55,14 +54,10 @@ type Options struct {
 
 // Listener accepts connections on one log socket.
 type Listener struct {
-	ln     *net.UnixListener
-	opts   Options
-	log    logr.Logger
-	wg     sync.WaitGroup
-	mu     sync.Mutex
-	conns  map[net.Conn]struct{}
-	fifo   *os.File
-	closed bool
+	*acceptor
+	opts Options
+	log  logr.Logger
+	fifo *os.File
 }
 
 // Listen binds path (mode 0600: only the agent and the trampoline, before
@@ -74,15 +69,11 @@ func Listen(path string, opts Options) (*Listener, error) {
 	if opts.MaxLine <= 0 {
 		opts.MaxLine = DefaultMaxLine
 	}
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	a, err := listenUnix(path)
 	if err != nil {
 		return nil, err
 	}
-	if err := os.Chmod(path, 0o600); err != nil {
-		ln.Close()
-		return nil, err
-	}
-	l := &Listener{ln: ln, opts: opts, conns: map[net.Conn]struct{}{}}
+	l := &Listener{acceptor: a, opts: opts}
 	lb := opts.Labels
 	l.log = opts.Logger.WithValues("namespace", lb.Namespace, "name", lb.Name, "host", lb.Host,
 		"role", string(lb.Role), "generation", lb.Generation)
@@ -94,48 +85,16 @@ func Listen(path string, opts Options) (*Listener, error) {
 	}
 	if opts.FIFO != "" {
 		if err := l.readFIFO(opts.FIFO); err != nil {
-			ln.Close()
+			a.ln.Close()
 			return nil, err
 		}
 	}
-	l.wg.Add(1)
-	go l.accept()
+	l.start(func(c net.Conn) { splitLines(c, l.opts.MaxLine, l.emit) })
 	return l, nil
 }
 
 // Path is the socket's path.
 func (l *Listener) Path() string { return l.ln.Addr().String() }
-
-func (l *Listener) accept() {
-	defer l.wg.Done()
-	for {
-		c, err := l.ln.Accept()
-		if err != nil {
-			return // closed
-		}
-		l.mu.Lock()
-		if l.closed {
-			l.mu.Unlock()
-			c.Close()
-			return
-		}
-		l.conns[c] = struct{}{}
-		l.wg.Add(1)
-		l.mu.Unlock()
-		go l.serve(c)
-	}
-}
-
-func (l *Listener) serve(c net.Conn) {
-	defer l.wg.Done()
-	defer func() {
-		l.mu.Lock()
-		delete(l.conns, c)
-		l.mu.Unlock()
-		c.Close()
-	}()
-	splitLines(c, l.opts.MaxLine, l.emit)
-}
 
 func (l *Listener) emit(text string) {
 	rec := Record{Time: time.Now(), Source: l.opts.Labels.source(), Text: text}.Line() + "\n"
@@ -149,20 +108,14 @@ func (l *Listener) emit(text string) {
 // waits until every line read so far is written, and removes the socket
 // file (not the FIFO).
 func (l *Listener) Close() error {
-	l.mu.Lock()
-	if l.closed {
-		l.mu.Unlock()
+	first, err := l.stop()
+	if !first {
 		return nil
 	}
-	l.closed = true
-	err := l.ln.Close()
-	for c := range l.conns {
-		c.Close()
-	}
+	l.cut()
 	if l.fifo != nil {
 		l.fifo.Close()
 	}
-	l.mu.Unlock()
 	l.wg.Wait()
 	return err
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,24 +14,6 @@ import (
 	"github.com/unitlet/unitlet/runtime/layout"
 	"github.com/unitlet/unitlet/runtime/outcome"
 )
-
-// lockedBuffer is a run's stream as a caller holds it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestRun: a run gets its generation's environment, its streams apart and
 // its exit code, in a cgroup child of its own; a second runs beside it;
@@ -48,7 +29,8 @@ func TestRun(t *testing.T) {
 		t.Fatalf("start: %v (%v)", res.Start.Kind, res.Start.Cause)
 	}
 	run := func(ctx context.Context, name string, argv ...string) (RunResult, string, string) {
-		var out, errs lockedBuffer
+		// Read once Run returned: it waits until the streams are copied.
+		var out, errs bytes.Buffer
 		res := e.node.Run(ctx, RunRequest{InstanceRef: gen.InstanceRef, Name: name, Generation: 1, Argv: argv,
 			Stdout: &out, Stderr: &errs, Grace: time.Second})
 		return res, out.String(), errs.String()
@@ -125,7 +107,7 @@ func TestRun(t *testing.T) {
 			t.Errorf("no command: %v", res.Start.Kind)
 		}
 		if res := e.node.Run(ctx, RunRequest{InstanceRef: gen.InstanceRef, Name: "run-y", Generation: 9, Argv: []string{"/bin/true"},
-			Stdout: &lockedBuffer{}, Stderr: &lockedBuffer{}}); res.Start.Kind != outcome.NotStarted || !errors.As(res.Start.Cause, &pe) {
+			Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}}); res.Start.Kind != outcome.NotStarted || !errors.As(res.Start.Cause, &pe) {
 			t.Errorf("against a generation that never was: %v (%v)", res.Start.Kind, res.Start.Cause)
 		}
 		if res, _, _ := run(ctx, "Bad_Name", "/bin/true"); res.Start.Kind != outcome.NotStarted || !errors.Is(res.Start.Cause, layout.ErrBadRunName) {

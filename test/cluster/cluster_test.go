@@ -160,19 +160,20 @@ func pluginLogsAndRun(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Output and exit code, the code on the last line ("exit=N").
 	plugin := func(user, args string) string {
-		return c.VM.MustRun(t, "set +e; KUBECONFIG=/root/"+user+".kubeconfig kubectl-unitlet "+args+" 2>&1; echo exit=$?")
+		return c.VM.MustRun(t, "set +e; KUBECONFIG=/root/"+user+".kubeconfig kubectl-unitlet "+args+" 2>&1; code=$?; echo; echo exit=$code")
 	}
 	eventually(t, "alice reads the app's ticks", time.Minute, func() (bool, string) {
 		out := plugin("alice", "logs ticker")
-		return strings.Contains(out, "tick g1 3\n") && strings.HasSuffix(out, "exit=0\n"), out
+		return strings.Contains(out, "tick g1 3\n") && strings.HasSuffix(out, "\nexit=0"), out
 	})
 	out := plugin("alice", `run ticker -- /bin/sh -c 'echo "uid $(id -u) generation $UNITLET_GENERATION"; exit 7'`)
-	if !strings.Contains(out, "generation 1\n") || strings.Contains(out, "uid 0 ") || !strings.HasSuffix(out, "exit=7\n") {
+	if !strings.Contains(out, "generation 1\n") || strings.Contains(out, "uid 0 ") || !strings.HasSuffix(out, "\nexit=7") {
 		t.Errorf("alice's run: %q, want the app's own (non-root) uid, generation 1, exit code 7", out)
 	}
 	for _, args := range []string{"logs ticker", "run ticker -- /bin/true"} {
-		if out := plugin("bob", args); !strings.Contains(out, "403") || !strings.HasSuffix(out, "exit=1\n") {
+		if out := plugin("bob", args); !strings.Contains(out, "403") || !strings.HasSuffix(out, "\nexit=1") {
 			t.Errorf("bob's %s: %q, want a 403 from the agent", args, out)
 		}
 	}

@@ -112,12 +112,23 @@ func TestPluginLogsAndRun(t *testing.T) {
 	eventually(t, "the run the agent will not see end runs", 20*time.Second, func() (bool, string) {
 		return len(pidsOf(marker)) > 0, orphan.Stderr()
 	})
+	before := strings.Count(follow.Stdout(), "[g2] tick g2")
 	a.Stop(syscall.SIGKILL)
 	a.Launch(t)
 	eventually(t, "the next agent stops the run it found", 60*time.Second, func() (bool, string) {
 		return len(pidsOf(marker)) == 0 && len(runCgroups(t, a, inst.Name)) == 0, fmt.Sprint(pidsOf(marker), runCgroups(t, a, inst.Name))
 	})
 	waitEvent(t, inst.Name, "RunAbandoned", "", "stopped and proven gone")
+	eventually(t, "the follow goes on with the next agent", 60*time.Second, func() (bool, string) {
+		return strings.Count(follow.Stdout(), "[g2] tick g2") > before+20, follow.Stderr()
+	})
+	seen := map[string]bool{}
+	for _, line := range strings.Split(follow.Stdout(), "\n") {
+		if seen[line] && line != "" {
+			t.Errorf("the follow printed %q twice", line)
+		}
+		seen[line] = true
+	}
 	eventually(t, "logs still read after the restart, old lines and new", 30*time.Second, func() (bool, string) {
 		p := testutil.Plugin(t, alice, "logs", inst.Name, "--generation", "2")
 		s := p.Stdout()

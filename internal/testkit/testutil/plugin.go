@@ -91,7 +91,7 @@ func Kubeconfig(t testing.TB, server string, caData []byte, ns, user, token stri
 // PluginRun is one kubectl-unitlet process.
 type PluginRun struct {
 	Cmd            *exec.Cmd
-	stdout, stderr syncBuffer
+	stdout, stderr SyncBuffer
 	done           chan struct{}
 	err            error
 }
@@ -152,19 +152,19 @@ func (p *PluginRun) Code() int {
 func (p *PluginRun) Stdout() string { return p.stdout.String() }
 func (p *PluginRun) Stderr() string { return p.stderr.String() }
 
-// syncBuffer is a bytes.Buffer safe to read while the process writes.
-type syncBuffer struct {
+// SyncBuffer collects a process's output: safe to read while it writes.
+type SyncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
 }
 
-func (s *syncBuffer) Write(p []byte) (int, error) {
+func (s *SyncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.Write(p)
 }
 
-func (s *syncBuffer) String() string {
+func (s *SyncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()

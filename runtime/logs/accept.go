@@ -1,0 +1,139 @@
+package logs
+
+import (
+	"net"
+	"os"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// acceptor serves every connection to one unix socket in a goroutine of
+// its own and keeps them, so a close can cut the open ones and wait for
+// what was read to be handed on.
+type acceptor struct {
+	ln     *net.UnixListener
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	conns  map[net.Conn]struct{}
+	closed bool
+	serve  func(net.Conn)
+}
+
+// listenUnix binds path, mode 0600: only the agent and the trampoline,
+// still root before it drops privileges, connect.
+func listenUnix(path string) (*acceptor, error) {
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	return &acceptor{ln: ln, conns: map[net.Conn]struct{}{}}, nil
+}
+
+// start accepts until stop, calling serve for each connection, which it
+// closes after serve returns.
+func (a *acceptor) start(serve func(net.Conn)) {
+	a.serve = serve
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		for {
+			c, err := a.ln.Accept()
+			if err != nil {
+				return // closed
+			}
+			if !a.track(c) {
+				c.Close()
+				return
+			}
+			go a.serveOne(c)
+		}
+	}()
+}
+
+func (a *acceptor) serveOne(c net.Conn) {
+	defer a.wg.Done()
+	a.serve(c)
+	a.mu.Lock()
+	delete(a.conns, c)
+	a.mu.Unlock()
+	c.Close()
+}
+
+func (a *acceptor) track(c net.Conn) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return false
+	}
+	a.conns[c] = struct{}{}
+	a.wg.Add(1)
+	return true
+}
+
+// stop stops accepting (and removes the socket file); it reports false
+// when it was stopped already. What is still queued is served first: a
+// process that connected, wrote and ended before the accept loop got to
+// it left its bytes in a connection only an accept reaches.
+func (a *acceptor) stop() (bool, error) {
+	a.drain()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return false, nil
+	}
+	a.closed = true
+	return true, a.ln.Close()
+}
+
+// drain accepts, without waiting, every connection still queued.
+func (a *acceptor) drain() {
+	rc, err := a.ln.SyscallConn()
+	if err != nil {
+		return
+	}
+	var fds []int
+	_ = rc.Control(func(fd uintptr) {
+		for {
+			// The listener is non-blocking: EAGAIN once the queue is empty.
+			nfd, _, err := unix.Accept4(int(fd), unix.SOCK_CLOEXEC)
+			if err != nil {
+				return
+			}
+			fds = append(fds, nfd)
+		}
+	})
+	for _, fd := range fds {
+		f := os.NewFile(uintptr(fd), "queued")
+		c, err := net.FileConn(f)
+		f.Close()
+		if err != nil {
+			continue
+		}
+		if !a.track(c) {
+			c.Close()
+			continue
+		}
+		go a.serveOne(c)
+	}
+}
+
+// open is how many connections are being served.
+func (a *acceptor) open() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.conns)
+}
+
+// cut closes the connections still open.
+func (a *acceptor) cut() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for c := range a.conns {
+		c.Close()
+	}
+}
