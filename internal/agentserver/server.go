@@ -54,7 +54,7 @@ type Server struct {
 
 // Start serves until ctx ends (manager.Runnable).
 func (s *Server) Start(ctx context.Context) error {
-	a, err := newAuth(s.Config, s.HTTPClient)
+	a, err := newAuth(ctx, s.Config, s.HTTPClient)
 	if err != nil {
 		return fmt.Errorf("agent server: %w", err)
 	}
@@ -74,8 +74,10 @@ func (s *Server) Start(ctx context.Context) error {
 		return fmt.Errorf("agent server: %w", err)
 	}
 	srv := &http.Server{
-		Handler:           s.routes(),
-		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
+		Handler: s.routes(),
+		// A client certificate is asked for, not required: the
+		// authenticator verifies it, or takes a bearer token instead.
+		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, ClientAuth: tls.RequestClientCert},
 		ReadHeaderTimeout: 10 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 	}

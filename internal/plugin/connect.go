@@ -40,8 +40,9 @@ func connect(ctx context.Context, c common, name string) (*agent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig: %w", err)
 	}
-	if cfg.BearerToken == "" && cfg.BearerTokenFile == "" && cfg.ExecProvider == nil && cfg.AuthProvider == nil {
-		return nil, fmt.Errorf("the kubeconfig user has no bearer token: the agent authenticates callers by TokenReview (a client certificate cannot be forwarded); use a token, e.g. `kubectl create token`")
+	if cfg.BearerToken == "" && cfg.BearerTokenFile == "" && cfg.ExecProvider == nil && cfg.AuthProvider == nil &&
+		len(cfg.CertData) == 0 && cfg.CertFile == "" {
+		return nil, fmt.Errorf("the kubeconfig user has no credentials the agent takes: a bearer token (TokenReview) or a client certificate of the cluster's CA")
 	}
 	kc, err := client.New(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {
@@ -72,7 +73,10 @@ func newAgent(user *rest.Config, ep *v1.AgentEndpoint, ns, node string) (*agent,
 	cfg.BearerToken, cfg.BearerTokenFile = user.BearerToken, user.BearerTokenFile
 	cfg.ExecProvider, cfg.AuthProvider, cfg.AuthConfigPersister = user.ExecProvider, user.AuthProvider, user.AuthConfigPersister
 	cfg.Host = "https://" + ep.Address
-	cfg.TLSClientConfig = rest.TLSClientConfig{CAData: ep.CABundle, ServerName: ep.ServerName}
+	// The agent's own CA and name in place of the API server's; the
+	// user's client certificate, if any, as it is.
+	cfg.TLSClientConfig = rest.TLSClientConfig{CAData: ep.CABundle, ServerName: ep.ServerName,
+		CertData: user.CertData, CertFile: user.CertFile, KeyData: user.KeyData, KeyFile: user.KeyFile}
 	cfg.Timeout = 0 // streams last as long as they last
 	rt, err := rest.TransportFor(cfg)
 	if err != nil {

@@ -161,6 +161,19 @@ func pluginLogsAndRun(t *testing.T) {
 		}
 	}
 	// Output and exit code, the code on the last line ("exit=N").
+	// The administrator's kubeconfig holds a client certificate: the agent
+	// verifies it against the cluster's client CA.
+	kc, err := os.ReadFile(c.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, err := nodevm.GuestKubeconfig(kc, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.VM.WriteFile(ctx, "/root/admin.kubeconfig", admin, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	plugin := func(user, args string) string {
 		return c.VM.MustRun(t, "set +e; KUBECONFIG=/root/"+user+".kubeconfig kubectl-unitlet "+args+" 2>&1; code=$?; echo; echo exit=$code")
 	}
@@ -168,6 +181,9 @@ func pluginLogsAndRun(t *testing.T) {
 		out := plugin("alice", "logs ticker")
 		return strings.Contains(out, "tick g1 3\n") && strings.HasSuffix(out, "\nexit=0"), out
 	})
+	if out := plugin("admin", "logs ticker -n "+testutil.Namespace+" --since 1h"); !strings.Contains(out, "tick g1 3\n") || !strings.HasSuffix(out, "\nexit=0") {
+		t.Errorf("the administrator's logs (a client certificate): %q", testutil.Tail(out, 12))
+	}
 	out := plugin("alice", `run ticker -- /bin/sh -c 'echo "uid $(id -u) generation $UNITLET_GENERATION"; exit 7'`)
 	if !strings.Contains(out, "generation 1\n") || strings.Contains(out, "uid 0 ") || !strings.HasSuffix(out, "\nexit=7") {
 		t.Errorf("alice's run: %q, want the app's own (non-root) uid, generation 1, exit code 7", out)

@@ -40,20 +40,25 @@ func TestPluginLogsAndRun(t *testing.T) {
 
 	eventually(t, "alice reads the app's ticks", 30*time.Second, func() (bool, string) {
 		p := testutil.Plugin(t, alice, "logs", inst.Name)
-		return p.Code() == 0 && strings.Contains(p.Stdout(), "tick g1 3\n"), p.Stderr() + tail(p.Stdout())
+		return p.Code() == 0 && strings.Contains(p.Stdout(), "tick g1 3\n"), p.Stderr() + testutil.Tail(p.Stdout(), 12)
 	})
 
+	// The suite's administrator authenticates with a client certificate,
+	// which the agent verifies against the cluster's client CA.
+	if p := testutil.Plugin(t, kubeconfig, "logs", inst.Name); p.Code() != 0 || !strings.Contains(p.Stdout(), "tick g1 3\n") {
+		t.Errorf("the administrator's logs: exit %d, stderr %q", p.Code(), p.Stderr())
+	}
 	follow := testutil.StartPlugin(t, alice, "logs", inst.Name, "-f", "--prefix")
 	eventually(t, "the follow sees generation 1", 30*time.Second, func() (bool, string) {
-		return strings.Contains(follow.Stdout(), "[g1] tick g1"), follow.Stderr() + tail(follow.Stdout())
+		return strings.Contains(follow.Stdout(), "[g1] tick g1"), follow.Stderr() + testutil.Tail(follow.Stdout(), 12)
 	})
 	updateInstance(t, inst.Name, func(i *v1.Instance) { i.Spec.Template.Args = append(i.Spec.Template.Args, "v2") })
 	waitServing(t, inst.Name, 2)
 	eventually(t, "the same follow sees generation 2 after the swap", 30*time.Second, func() (bool, string) {
-		return strings.Contains(follow.Stdout(), "[g2] tick g2 3\n"), follow.Stderr() + tail(follow.Stdout())
+		return strings.Contains(follow.Stdout(), "[g2] tick g2 3\n"), follow.Stderr() + testutil.Tail(follow.Stdout(), 12)
 	})
 	if s := follow.Stdout(); strings.Index(s, "tick g2") < strings.LastIndex(s, "tick g1") {
-		t.Errorf("generation 1's lines after generation 2's:\n%s", tail(s))
+		t.Errorf("generation 1's lines after generation 2's:\n%s", testutil.Tail(s, 12))
 	}
 
 	run := testutil.Plugin(t, alice, "run", inst.Name, "--", "/bin/sh", "-c",
@@ -132,7 +137,7 @@ func TestPluginLogsAndRun(t *testing.T) {
 	eventually(t, "logs still read after the restart, old lines and new", 30*time.Second, func() (bool, string) {
 		p := testutil.Plugin(t, alice, "logs", inst.Name, "--generation", "2")
 		s := p.Stdout()
-		return p.Code() == 0 && strings.Contains(s, "tick g2 0\n") && strings.Count(s, "\n") > strings.Count(follow.Stdout(), "[g2]"), p.Stderr() + tail(s)
+		return p.Code() == 0 && strings.Contains(s, "tick g2 0\n") && strings.Count(s, "\n") > strings.Count(follow.Stdout(), "[g2]"), p.Stderr() + testutil.Tail(s, 12)
 	})
 }
 
@@ -215,12 +220,4 @@ func waitEvent(t *testing.T, name, reason string, parts ...string) {
 		}
 		return false, strings.Join(seen, "\n")
 	})
-}
-
-// tail is the end of s, for a failure message.
-func tail(s string) string {
-	if len(s) > 600 {
-		return "…" + s[len(s)-600:]
-	}
-	return s
 }
