@@ -5,7 +5,9 @@
 package agentapi
 
 import (
+	"bufio"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -101,11 +103,41 @@ func ParseLogQuery(v url.Values) (LogQuery, error) {
 	return q, nil
 }
 
-// RunRequest is the body of a run.
+// RunRequest starts the body of a run: one line of JSON. With Stdin,
+// the rest of the body is the command's stdin, streamed while it runs
+// (the request and the response go at once); without, its stdin is
+// empty.
 type RunRequest struct {
 	// Command is argv; its first word is looked up as the app's own
 	// command is (an absolute path, or relative to the working dir).
 	Command []string `json:"command"`
+	Stdin   bool     `json:"stdin,omitempty"`
+}
+
+// MaxRunRequest bounds the JSON line.
+const MaxRunRequest = 1 << 20
+
+// WriteRunRequest is the start of a run's body.
+func WriteRunRequest(req RunRequest) []byte {
+	b, _ := json.Marshal(req)
+	return append(b, '\n')
+}
+
+// ReadRunRequest reads the JSON line from r (buffered: the command's
+// stdin, if any, follows in r).
+func ReadRunRequest(r *bufio.Reader) (RunRequest, error) {
+	var req RunRequest
+	line, err := r.ReadSlice('\n')
+	if errors.Is(err, bufio.ErrBufferFull) {
+		return req, fmt.Errorf("run request: its first line exceeds %d bytes", r.Size())
+	}
+	if err != nil && !(errors.Is(err, io.EOF) && len(line) > 0) {
+		return req, fmt.Errorf("run request: %w", err)
+	}
+	if err := json.Unmarshal(line, &req); err != nil {
+		return req, fmt.Errorf("run request: %w", err)
+	}
+	return req, nil
 }
 
 // RunExit is the last frame of a run.

@@ -1,6 +1,7 @@
 package agentserver
 
 import (
+	"bufio"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -21,9 +22,6 @@ import (
 	"github.com/unitlet/unitlet/runtime/outcome"
 )
 
-// maxRunRequest bounds a run's request body (its argv).
-const maxRunRequest = 1 << 20
-
 // serveRun runs the command in the active generation's environment and
 // streams its output back in frames, then its exit. The caller going
 // away stops it; either way it ends proven gone, recorded by an Event
@@ -33,9 +31,10 @@ func (s *Server) serveRun(w http.ResponseWriter, r *http.Request, ns, name strin
 	if !ok {
 		return
 	}
-	var req agentapi.RunRequest
-	if err := json.NewDecoder(io.LimitReader(r.Body, maxRunRequest)).Decode(&req); err != nil {
-		http.Error(w, "run request: "+err.Error(), http.StatusBadRequest)
+	body := bufio.NewReaderSize(r.Body, agentapi.MaxRunRequest)
+	req, err := agentapi.ReadRunRequest(body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
 	if len(req.Command) == 0 || req.Command[0] == "" {
@@ -52,13 +51,20 @@ func (s *Server) serveRun(w http.ResponseWriter, r *http.Request, ns, name strin
 		return
 	}
 	runName := newRunName()
+	var stdin io.Reader
+	if req.Stdin {
+		stdin = body
+		// HTTP/1.1 reads the rest of the body while the answer goes out
+		// only when asked; HTTP/2 always does.
+		_ = http.NewResponseController(w).EnableFullDuplex()
+	}
 	w.Header().Set("Content-Type", agentapi.RunContentType)
 	w.WriteHeader(http.StatusOK)
 	fw := &frameWriter{w: w, rc: http.NewResponseController(w)}
 	began := time.Now()
 	res := s.Node.Run(r.Context(), node.RunRequest{
 		InstanceRef: node.InstanceRef{Namespace: ns, Name: name}, Name: runName, Generation: uint64(gen),
-		Argv: req.Command, Grace: s.Grace,
+		Argv: req.Command, Grace: s.Grace, Stdin: stdin,
 		Stdout: fw.stream(agentapi.FrameStdout), Stderr: fw.stream(agentapi.FrameStderr),
 	})
 	took := time.Since(began)

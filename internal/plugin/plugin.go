@@ -21,7 +21,7 @@ const usage = `kubectl unitlet: an Instance's logs and one-off commands, from it
 
 Usage:
   kubectl unitlet logs INSTANCE [-f] [--since 10m|RFC3339] [--generation N] [--role run|seed|sidecar/NAME] [--timestamps] [--prefix]
-  kubectl unitlet run INSTANCE -- COMMAND [ARGS...]
+  kubectl unitlet run INSTANCE [-i] -- COMMAND [ARGS...]
 
 Flags for both: [-n NAMESPACE] [--kubeconfig FILE] [--context NAME]
 
@@ -38,7 +38,7 @@ const (
 )
 
 // Main runs the plugin with args (without the program name).
-func Main(args []string, stdout, stderr io.Writer) int {
+func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		fmt.Fprint(stderr, usage)
 		return ExitUsage
@@ -51,7 +51,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	case "logs":
 		err = logsMain(ctx, args[1:], stdout, stderr)
 	case "run":
-		code, err = runMain(ctx, args[1:], stdout, stderr)
+		code, err = runMain(ctx, args[1:], stdin, stdout, stderr)
 	default:
 		err = usageError{fmt.Errorf("unknown command %q", args[0])}
 	}

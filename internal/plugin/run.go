@@ -17,10 +17,13 @@ import (
 // agent stops the command and proves it gone.
 const ExitInterrupted = 130
 
-func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
+func runMain(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
 	var c common
+	var withStdin bool
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	c.register(fs)
+	fs.BoolVar(&withStdin, "stdin", false, "pass this stdin to the command (default: it reads an empty one)")
+	fs.BoolVar(&withStdin, "i", false, "short for --stdin")
 	name, argv, err := parse(fs, args)
 	if err != nil {
 		return 0, err
@@ -32,8 +35,11 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	if err != nil {
 		return 0, err
 	}
-	body, _ := json.Marshal(agentapi.RunRequest{Command: argv})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.url(agentapi.RunPath(a.namespace, name), ""), bytes.NewReader(body))
+	var body io.Reader = bytes.NewReader(agentapi.WriteRunRequest(agentapi.RunRequest{Command: argv, Stdin: withStdin}))
+	if withStdin {
+		body = io.MultiReader(body, stdin)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.url(agentapi.RunPath(a.namespace, name), ""), body)
 	if err != nil {
 		return 0, err
 	}

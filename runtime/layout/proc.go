@@ -184,6 +184,15 @@ func (p Proc) ErrLogSocket() string {
 	return filepath.Join(p.inst.LogDir(), "cmd."+p.name+".err.sock")
 }
 
+// InSocket is where a run's stdin comes from (cmd.<name>.in.sock in
+// LogDir); "" for the other roles, whose stdin is empty.
+func (p Proc) InSocket() string {
+	if p.role != RoleCmd {
+		return ""
+	}
+	return filepath.Join(p.inst.LogDir(), "cmd."+p.name+".in.sock")
+}
+
 // UnitPrefix starts every systemd unit and slice name unitlet creates.
 const UnitPrefix = "unitlet"
 

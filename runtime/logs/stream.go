@@ -67,3 +67,38 @@ func (s *Stream) Close() error {
 	defer s.errMu.Unlock()
 	return errors.Join(s.err, err)
 }
+
+// Feed is a run's stdin: the connection to its socket gets what r
+// holds, then its end (EOF). A nil r is an empty stdin.
+type Feed struct{ *acceptor }
+
+// ListenFeed binds path and feeds r to the first connection to it.
+func ListenFeed(path string, r io.Reader) (*Feed, error) {
+	a, err := listenUnix(path)
+	if err != nil {
+		return nil, err
+	}
+	var once sync.Once
+	a.start(func(c net.Conn) {
+		once.Do(func() {
+			if r != nil {
+				_, _ = io.Copy(c, r)
+			}
+		})
+		if uc, ok := c.(*net.UnixConn); ok {
+			_ = uc.CloseWrite()
+		}
+	})
+	return &Feed{a}, nil
+}
+
+// Close stops feeding once the run is gone. It does not wait for r: a
+// read from it may block until its own end (the caller's request).
+func (f *Feed) Close() error {
+	_, err := f.stop()
+	f.cut()
+	if errors.Is(err, net.ErrClosed) {
+		err = nil
+	}
+	return err
+}

@@ -25,6 +25,8 @@ type RunRequest struct {
 	// Stdout and Stderr receive the command's two streams, apart, as
 	// written; each is written from one goroutine at a time.
 	Stdout, Stderr io.Writer
+	// Stdin is what the command reads (nil: nothing, an immediate EOF).
+	Stdin io.Reader
 	// Grace is the stop's SIGTERM-to-kill time when ctx ends first.
 	Grace time.Duration
 }
@@ -100,12 +102,12 @@ func (n *Node) startRun(ctx context.Context, ref Ref, req RunRequest) (res RunRe
 	if err != nil {
 		return notStarted(&PrepareError{Err: err})
 	}
-	out, errs, err := listenStreams(p, req.Stdout, req.Stderr)
+	stdin, out, errs, err := listenStreams(p, req)
 	if err != nil {
 		pr.Close()
 		return notStarted(&PrepareError{Err: err})
 	}
-	closeStreams = func() error { return firstErr(out.Close(), errs.Close()) }
+	closeStreams = func() error { return firstErr(stdin.Close(), out.Close(), errs.Close()) }
 	if err := pr.WriteLaunch(lf.Host, req.Argv, lf.WorkingDir); err != nil {
 		closeStreams()
 		pr.Close()
@@ -157,21 +159,26 @@ func (n *Node) prepareRun(ctx context.Context, ref Ref, p layout.Proc, req RunRe
 	return pr, lf, nil
 }
 
-// listenStreams binds the run's stdout and stderr sockets afresh.
-func listenStreams(p layout.Proc, stdout, stderr io.Writer) (out, errs *logs.Stream, err error) {
-	for _, path := range []string{p.LogSocket(), p.ErrLogSocket()} {
+// listenStreams binds the run's stdin, stdout and stderr sockets afresh.
+func listenStreams(p layout.Proc, req RunRequest) (in *logs.Feed, out, errs *logs.Stream, err error) {
+	for _, path := range []string{p.InSocket(), p.LogSocket(), p.ErrLogSocket()} {
 		if err := removeFile(path); err != nil {
-			return nil, nil, fmt.Errorf("node: stale run socket: %w", err)
+			return nil, nil, nil, fmt.Errorf("node: stale run socket: %w", err)
 		}
 	}
-	if out, err = logs.ListenStream(p.LogSocket(), stdout); err != nil {
-		return nil, nil, fmt.Errorf("node: stdout socket of %s: %w", p.UnitName(), err)
+	if in, err = logs.ListenFeed(p.InSocket(), req.Stdin); err != nil {
+		return nil, nil, nil, fmt.Errorf("node: stdin socket of %s: %w", p.UnitName(), err)
 	}
-	if errs, err = logs.ListenStream(p.ErrLogSocket(), stderr); err != nil {
+	if out, err = logs.ListenStream(p.LogSocket(), req.Stdout); err != nil {
+		in.Close()
+		return nil, nil, nil, fmt.Errorf("node: stdout socket of %s: %w", p.UnitName(), err)
+	}
+	if errs, err = logs.ListenStream(p.ErrLogSocket(), req.Stderr); err != nil {
+		in.Close()
 		out.Close()
-		return nil, nil, fmt.Errorf("node: stderr socket of %s: %w", p.UnitName(), err)
+		return nil, nil, nil, fmt.Errorf("node: stderr socket of %s: %w", p.UnitName(), err)
 	}
-	return out, errs, nil
+	return in, out, errs, nil
 }
 
 // waitEmpty reports true once the run's cgroup is empty, false when ctx

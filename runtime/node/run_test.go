@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"strings"
 	"testing"
@@ -28,19 +29,29 @@ func TestRun(t *testing.T) {
 	if res := e.node.Start(ctx, gen); res.Start.Kind != outcome.Running {
 		t.Fatalf("start: %v (%v)", res.Start.Kind, res.Start.Cause)
 	}
-	run := func(ctx context.Context, name string, argv ...string) (RunResult, string, string) {
+	runIn := func(ctx context.Context, stdin io.Reader, name string, argv ...string) (RunResult, string, string) {
 		// Read once Run returned: it waits until the streams are copied.
 		var out, errs bytes.Buffer
 		res := e.node.Run(ctx, RunRequest{InstanceRef: gen.InstanceRef, Name: name, Generation: 1, Argv: argv,
-			Stdout: &out, Stderr: &errs, Grace: time.Second})
+			Stdin: stdin, Stdout: &out, Stderr: &errs, Grace: time.Second})
 		return res, out.String(), errs.String()
+	}
+	run := func(ctx context.Context, name string, argv ...string) (RunResult, string, string) {
+		return runIn(ctx, nil, name, argv...)
 	}
 
 	tests := map[string]struct {
 		argv             []string
+		stdin            string
 		wantOut, wantErr string
 		wantCode         int
 	}{
+		"stdin": {
+			argv: []string{"/bin/sh", "-c", "wc -l"}, stdin: "a\nb\n", wantOut: "2\n",
+		},
+		"no stdin is an empty one": {
+			argv: []string{"/bin/cat"},
+		},
 		"env and streams apart": {
 			argv:    []string{"/bin/sh", "-c", `echo "$UNITLET_GENERATION $GREETING"; echo oops >&2; exit 3`},
 			wantOut: "1 hi\n", wantErr: "oops\n", wantCode: 3,
@@ -54,10 +65,15 @@ func TestRun(t *testing.T) {
 			wantCode: 127,
 		},
 	}
-	names := map[string]string{"env and streams apart": "run-a", "own cgroup child": "run-b", "not found": "run-c"}
+	names := map[string]string{"env and streams apart": "run-a", "own cgroup child": "run-b", "not found": "run-c",
+		"stdin": "run-d", "no stdin is an empty one": "run-e"}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			res, out, errs := run(ctx, names[name], tc.argv...)
+			var stdin io.Reader
+			if tc.stdin != "" {
+				stdin = strings.NewReader(tc.stdin)
+			}
+			res, out, errs := runIn(ctx, stdin, names[name], tc.argv...)
 			if !res.Kill.Proven || res.Stopped || res.Exit == nil {
 				t.Fatalf("run: start %v (%v), stopped %v, kill %v, exit %+v", res.Start.Kind, res.Start.Cause, res.Stopped, res.Kill.Err(), res.Exit)
 			}

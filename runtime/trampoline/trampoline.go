@@ -29,7 +29,7 @@ const (
 	ExitNotFound   = 127 // argv[0] does not exist
 
 	commandName = "unitlet exec"
-	usage       = "usage: unitlet exec --launch FILE [--log-socket PATH | --log-fifo PATH] [--err-socket PATH]"
+	usage       = "usage: unitlet exec --launch FILE [--log-socket PATH | --log-fifo PATH] [--err-socket PATH] [--in-socket PATH]"
 )
 
 // Main runs `unitlet exec` with args (the flags after "exec"). It returns
@@ -46,6 +46,7 @@ func Main(args []string, stderr io.Writer) int {
 	logSocket := fs.String("log-socket", "", "unix socket for stdout and stderr")
 	logFIFO := fs.String("log-fifo", "", "named pipe for stdout and stderr (the systemd backend)")
 	errSocket := fs.String("err-socket", "", "unix socket for stderr alone (cmd role)")
+	inSocket := fs.String("in-socket", "", "unix socket stdin is read from (cmd role)")
 	if err := fs.Parse(args); err != nil {
 		return fail(ExitUsage, "%v; %s", err, usage)
 	}
@@ -60,8 +61,13 @@ func Main(args []string, stderr io.Writer) int {
 	if err != nil {
 		return fail(ExitLaunchFile, "launch file: %v", err)
 	}
+	if *inSocket != "" {
+		if err := redirect(*inSocket, unix.SHUT_WR, 0); err != nil {
+			return fail(ExitSetup, "stdin socket: %v", err)
+		}
+	}
 	if *logSocket != "" {
-		if err := redirect(*logSocket, 1, 2); err != nil {
+		if err := redirect(*logSocket, unix.SHUT_RD, 1, 2); err != nil {
 			return fail(ExitSetup, "log socket: %v", err)
 		}
 	}
@@ -71,7 +77,7 @@ func Main(args []string, stderr io.Writer) int {
 		}
 	}
 	if *errSocket != "" {
-		if err := redirect(*errSocket, 2); err != nil {
+		if err := redirect(*errSocket, unix.SHUT_RD, 2); err != nil {
 			return fail(ExitSetup, "stderr socket: %v", err)
 		}
 	}
@@ -132,9 +138,11 @@ func redirectFIFO(path string, fds ...int) error {
 }
 
 // redirect connects to the unix stream socket at path and makes it each of
-// the fds given (1, 2). The dialed fd itself is close-on-exec; dup3 without
-// flags leaves the targets open across exec.
-func redirect(path string, fds ...int) error {
+// the fds given (0, or 1 and 2), shut for the direction the process does
+// not use (SHUT_RD for output, SHUT_WR for stdin). The dialed fd itself
+// is close-on-exec; dup3 without flags leaves the targets open across
+// exec.
+func redirect(path string, shut int, fds ...int) error {
 	s, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return err
@@ -143,8 +151,7 @@ func redirect(path string, fds ...int) error {
 	if err := unix.Connect(s, &unix.SockaddrUnix{Name: path}); err != nil {
 		return fmt.Errorf("connect %s: %w", path, err)
 	}
-	// The process only writes: no data will ever be read from the socket.
-	_ = unix.Shutdown(s, unix.SHUT_RD)
+	_ = unix.Shutdown(s, shut)
 	for _, fd := range fds {
 		if err := unix.Dup3(s, fd, 0); err != nil {
 			return fmt.Errorf("dup to fd %d: %w", fd, err)

@@ -157,7 +157,7 @@ func (b *Direct) Start(ctx context.Context, spec Spec) outcome.Start {
 		CgroupMount: b.cfg.CgroupMount, CgroupRoot: b.cfg.Layout.CgroupRoot,
 		Namespace: inst.Namespace(), Name: inst.Name(), Child: c.child,
 		ExitDir: c.dir, Prefix: p.ExitPrefix(), Invocation: c.id, Exe: cmp.Or(b.trampoline, b.cfg.Exe),
-		Launch: filepath.Join(inst.PrivateDir(), p.LaunchFile()), LogSocket: p.LogSocket(), ErrSocket: p.ErrLogSocket(),
+		Launch: filepath.Join(inst.PrivateDir(), p.LaunchFile()), LogSocket: p.LogSocket(), ErrSocket: p.ErrLogSocket(), InSocket: p.InSocket(),
 	}
 	if s, err := shim.CurrentSched(); err == nil {
 		args.Sched = &s // the agent's: a warm shim waits in IdleSched

@@ -90,10 +90,11 @@ func execStopPostPrivileged(argv []string) sddbus.Property {
 // log FIFO, which it holds open itself: nothing between it and the agent
 // can break when the agent restarts, unlike a socket connection the agent
 // held (the direct backend's shim holds that one instead). A run keeps
-// its two sockets: its streams go to its caller, apart, and end with it.
+// its sockets: its streams go to and come from its caller, and end with
+// it.
 func logFlags(p layout.Proc) []string {
 	if f := p.LogFIFO(); f != "" {
 		return []string{"--log-fifo", f}
 	}
-	return []string{"--log-socket", p.LogSocket(), "--err-socket", p.ErrLogSocket()}
+	return []string{"--log-socket", p.LogSocket(), "--err-socket", p.ErrLogSocket(), "--in-socket", p.InSocket()}
 }

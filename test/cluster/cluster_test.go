@@ -188,6 +188,9 @@ func pluginLogsAndRun(t *testing.T) {
 	if !strings.Contains(out, "generation 1\n") || strings.Contains(out, "uid 0 ") || !strings.HasSuffix(out, "\nexit=7") {
 		t.Errorf("alice's run: %q, want the app's own (non-root) uid, generation 1, exit code 7", out)
 	}
+	if out := plugin("alice", `run -i ticker -- /bin/sh -c 'wc -l' <<< $'a\nb'`); out != "2\n\nexit=0" {
+		t.Errorf("alice's run with stdin: %q, want 2 lines counted", out)
+	}
 	for _, args := range []string{"logs ticker", "run ticker -- /bin/true"} {
 		if out := plugin("bob", args); !strings.Contains(out, "403") || !strings.HasSuffix(out, "\nexit=1") {
 			t.Errorf("bob's %s: %q, want a 403 from the agent", args, out)

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -77,6 +78,25 @@ func TestPluginLogsAndRun(t *testing.T) {
 		t.Errorf("stderr not apart: stdout %q, stderr %q", run.Stdout(), run.Stderr())
 	}
 	waitEvent(t, inst.Name, "RunFailed", aliceName, "exit code 3")
+
+	// stdin: none unless asked (an empty one, no hang); with -i, streamed
+	// while the command runs, as a console needs.
+	if p := testutil.Plugin(t, alice, "run", inst.Name, "--", "/bin/cat"); p.Code() != 0 || p.Stdout() != "" {
+		t.Errorf("a run without -i: exit %d, stdout %q, stderr %q", p.Code(), p.Stdout(), p.Stderr())
+	}
+	console, in := testutil.StartPluginPiped(t, alice, "run", "-i", inst.Name, "--", "/bin/sh", "-c", `while read l; do echo "got $l"; done; echo bye`)
+	for _, line := range []string{"one", "two"} {
+		if _, err := io.WriteString(in, line+"\n"); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "the console answers "+line+" before its stdin ends", 20*time.Second, func() (bool, string) {
+			return strings.Contains(console.Stdout(), "got "+line+"\n"), console.Stdout() + console.Stderr()
+		})
+	}
+	in.Close()
+	if code := console.Wait(); code != 0 || console.Stdout() != "got one\ngot two\nbye\n" {
+		t.Errorf("the console: exit %d, stdout %q, stderr %q", code, console.Stdout(), console.Stderr())
+	}
 
 	// Two at once, each its own; the second's exit code is its own.
 	first := testutil.StartPlugin(t, alice, "run", inst.Name, "--", "/bin/sh", "-c", "sleep 1; echo first")

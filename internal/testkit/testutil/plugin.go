@@ -3,6 +3,7 @@ package testutil
 import (
 	"bytes"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -97,12 +98,31 @@ type PluginRun struct {
 }
 
 // StartPlugin starts bin/kubectl-unitlet with args as the user of
-// kubeconfig; it is killed when t ends.
+// kubeconfig, with an empty stdin; it is killed when t ends.
 func StartPlugin(t *testing.T, kubeconfig string, args ...string) *PluginRun {
+	t.Helper()
+	p, _ := startPlugin(t, kubeconfig, false, args)
+	return p
+}
+
+// StartPluginPiped is StartPlugin with a stdin the test writes.
+func StartPluginPiped(t *testing.T, kubeconfig string, args ...string) (*PluginRun, io.WriteCloser) {
+	t.Helper()
+	return startPlugin(t, kubeconfig, true, args)
+}
+
+func startPlugin(t *testing.T, kubeconfig string, piped bool, args []string) (*PluginRun, io.WriteCloser) {
 	t.Helper()
 	p := &PluginRun{Cmd: exec.Command(PluginBinary(), args...), done: make(chan struct{})}
 	p.Cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
 	p.Cmd.Stdout, p.Cmd.Stderr = &p.stdout, &p.stderr
+	var in io.WriteCloser
+	if piped {
+		var err error
+		if in, err = p.Cmd.StdinPipe(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if err := p.Cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +131,7 @@ func StartPlugin(t *testing.T, kubeconfig string, args ...string) *PluginRun {
 		_ = p.Cmd.Process.Kill()
 		<-p.done
 	})
-	return p
+	return p, in
 }
 
 // Plugin runs bin/kubectl-unitlet to its end.

@@ -69,6 +69,7 @@ type Args struct {
 	Launch      string
 	LogSocket   string
 	ErrSocket   string
+	InSocket    string // a run's stdin (role cmd)
 	// Sched, when set, is the scheduling the shim and its app run with
 	// (the agent's own): a warm shim waits in IdleSched and returns to it.
 	Sched *Sched
@@ -88,6 +89,9 @@ func (a Args) Flags() []string {
 	if a.ErrSocket != "" {
 		f = append(f, "--err-socket="+a.ErrSocket)
 	}
+	if a.InSocket != "" {
+		f = append(f, "--in-socket="+a.InSocket)
+	}
 	if a.Sched != nil {
 		f = append(f, "--sched="+a.Sched.String())
 	}
@@ -102,7 +106,7 @@ func parse(args []string) (Args, error) {
 		"cgroup-mount": &a.CgroupMount, "cgroup-root": &a.CgroupRoot, "namespace": &a.Namespace,
 		"name": &a.Name, "child": &a.Child, "exit-dir": &a.ExitDir, "prefix": &a.Prefix,
 		"invocation": &a.Invocation, "exe": &a.Exe, "launch": &a.Launch,
-		"log-socket": &a.LogSocket, "err-socket": &a.ErrSocket,
+		"log-socket": &a.LogSocket, "err-socket": &a.ErrSocket, "in-socket": &a.InSocket,
 	} {
 		fs.StringVar(p, name, "", name)
 	}
@@ -186,8 +190,11 @@ func Main(args []string) int {
 	var logsDone <-chan struct{}
 	switch {
 	case a.ErrSocket != "":
-		// The cmd role's two streams: the trampoline dials both.
+		// A run's streams: the trampoline dials each.
 		argv = append(argv, "--log-socket", a.LogSocket, "--err-socket", a.ErrSocket)
+		if a.InSocket != "" {
+			argv = append(argv, "--in-socket", a.InSocket)
+		}
 	case a.LogSocket != "":
 		// The shim holds the log connection and outlives the agent; the
 		// app writes into a pipe that stays open across agent restarts.
