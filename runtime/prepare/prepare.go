@@ -289,7 +289,8 @@ func ensureToken(inst layout.Instance) (string, error) {
 }
 
 // cmdEnv takes a cmd's env from its generation's launch file: the env that
-// generation runs with, not whatever the env files say now.
+// generation runs with, not whatever the env files say now, but for
+// UNITLET_ROLE, which says it is a run.
 func cmdEnv(res *Result, inst layout.Instance, gen uint64) error {
 	g, err := inst.Generation(gen)
 	if err != nil {
@@ -304,6 +305,7 @@ func cmdEnv(res *Result, inst layout.Instance, gen uint64) error {
 	for k := range res.Env {
 		res.Layers[k] = LayerLaunch
 	}
+	res.Env[EnvRole], res.Layers[EnvRole] = string(layout.RoleCmd), LayerPlatform
 	res.Timings.mark(StepEnv)
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -264,11 +265,13 @@ func TestCmdRoleTakesGenerationLaunchEnv(t *testing.T) {
 	req := f.request(layout.RoleCmd, 2)
 	req.Name = "run-1"
 	res := prepareOK(t, req)
-	if d := cmp.Diff(run.Env, res.Env); d != "" {
+	want := maps.Clone(run.Env)
+	want[EnvRole] = "cmd"
+	if d := cmp.Diff(want, res.Env); d != "" {
 		t.Errorf("cmd env (-gen,+cmd):\n%s", d)
 	}
 	for k, l := range res.Layers {
-		if l != LayerLaunch {
+		if l != LayerLaunch && k != EnvRole {
 			t.Errorf("layer of %s: %s", k, l)
 		}
 	}

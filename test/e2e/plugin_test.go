@@ -63,13 +63,13 @@ func TestPluginLogsAndRun(t *testing.T) {
 	}
 
 	run := testutil.Plugin(t, alice, "run", inst.Name, "--", "/bin/sh", "-c",
-		`echo "out $UNITLET_GENERATION $(id -u)"; echo "err $UNITLET_NAME" >&2; cat /proc/self/cgroup; exit 3`)
+		`echo "out $UNITLET_GENERATION $(id -u) $UNITLET_ROLE"; echo "err $UNITLET_NAME" >&2; cat /proc/self/cgroup; exit 3`)
 	if run.Code() != 3 {
 		t.Fatalf("run exit code %d, want 3; stderr:\n%s", run.Code(), run.Stderr())
 	}
 	uid := appUID(t, a, inst.Name)
-	if want := fmt.Sprintf("out 2 %d\n", uid); !strings.HasPrefix(run.Stdout(), want) || uid == 0 {
-		t.Errorf("run stdout %q, want it to start %q (generation 2's env, the app's own uid)", run.Stdout(), want)
+	if want := fmt.Sprintf("out 2 %d cmd\n", uid); !strings.HasPrefix(run.Stdout(), want) || uid == 0 {
+		t.Errorf("run stdout %q, want it to start %q (generation 2's env but UNITLET_ROLE, the app's own uid)", run.Stdout(), want)
 	}
 	if !strings.Contains(run.Stdout(), "/role-cmd-run-") {
 		t.Errorf("run not in a cgroup child of its own:\n%s", run.Stdout())
