@@ -9,6 +9,8 @@ import (
 	"os"
 	"strconv"
 
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	"github.com/unitlet/unitlet/internal/agentapi"
 	"github.com/unitlet/unitlet/internal/hostgate"
 	"github.com/unitlet/unitlet/runtime/identity"
@@ -56,6 +58,10 @@ type Options struct {
 	LeaseNamespace string
 	// AppIDs are the uids (and gids) given to Instances without a user.
 	AppIDs identity.Range
+	// LogMaxBytes and LogKeep rotate each Instance's log file: its size
+	// before rotation, and how many rotated files are kept beside it.
+	LogMaxBytes int64
+	LogKeep     int
 	// Gate is not a flag: Run sets it before setupHosting, and the hosting
 	// reconcilers consult it before they start new work.
 	Gate hostgate.Gate
@@ -81,6 +87,16 @@ func Parse(args []string) (Options, error) {
 	fs.StringVar(&o.HostEtc, "host-etc", "/etc", "the node's /etc as the agent sees it (its user and group database); in a container, the host's /etc mounted there")
 	fs.StringVar(&o.LeaseNamespace, "lease-namespace", "unitlet-system", "namespace of the node's Lease, renewed every 10 s for nodewatch (with --require-enrollment; empty renews none)")
 	o.AppIDs = identity.DefaultRange
+	o.LogMaxBytes = 8 << 20
+	fs.Func("instance-log-max-size", "size of an Instance's log file before it is rotated, as a quantity (default 8Mi)", func(v string) error {
+		q, err := resource.ParseQuantity(v)
+		if err != nil || q.Value() < 1024 {
+			return fmt.Errorf("want a size of at least 1Ki, like 8Mi (got %q)", v)
+		}
+		o.LogMaxBytes = q.Value()
+		return nil
+	})
+	fs.IntVar(&o.LogKeep, "instance-log-keep", 3, "rotated files kept beside an Instance's current log file (kubectl unitlet logs reads them all)")
 	fs.Func("app-ids", "FIRST-LAST: the uids (and equal gids) reserved for Instances without a user, each its own; no user or group of the node may be in it (default "+identity.DefaultRange.String()+")", func(v string) (err error) {
 		o.AppIDs, err = identity.ParseRange(v)
 		return err
@@ -104,6 +120,9 @@ func Parse(args []string) (Options, error) {
 	fs.BoolVar(&o.LogDevelopment, "zap-devel", false, "human-readable development logging")
 	if err := fs.Parse(args); err != nil {
 		return o, err
+	}
+	if o.LogKeep < 1 {
+		return o, fmt.Errorf("--instance-log-keep=%d: want 1 or more", o.LogKeep)
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments: %v", fs.Args())

@@ -61,7 +61,7 @@ func newRuntime(opts Options, log logr.Logger) (*node.Node, string, error) {
 	n, err := node.New(node.Config{
 		Layout: lay, Backend: backend, SocketGID: socketGID(join.GroupDB{Dir: opts.HostEtc}, opts.SocketGroup, log),
 		Users: identity.Users{Dir: opts.HostEtc}, IDs: opts.AppIDs, Exe: exe, Log: log,
-		LogMaxBytes: 8 << 20, LogKeep: 3,
+		LogMaxBytes: opts.LogMaxBytes, LogKeep: opts.LogKeep,
 	})
 	return n, name, err
 }

@@ -241,3 +241,44 @@ func waitEvent(t *testing.T, name, reason string, parts ...string) {
 		return false, strings.Join(seen, "\n")
 	})
 }
+
+// TestPluginFollowsRotation: with a log file rotated every ~45 lines, a
+// follow reads every line the app printed, in order, none twice, across
+// the rotations, and a plain read returns what the kept files hold.
+func TestPluginFollowsRotation(t *testing.T) {
+	a := startAgent(t, "e2e-rotate", func(a *agent) {
+		a.Args = append(a.Args, "--instance-log-max-size=2Ki", "--instance-log-keep=2")
+	})
+	inst := sample(t, "hosting_v1alpha1_instance_replace.yaml", a.Node)
+	inst.Name = "rotating"
+	inst.Spec.Template.Args = []string{"-c", testutil.TickerApp}
+	if err := k8s.Create(context.Background(), inst); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { deleteAndWait(t, inst.Name) })
+	waitServing(t, inst.Name, 1)
+	follow := testutil.StartPlugin(t, kubeconfig, "logs", "-f", inst.Name)
+	const lines = 150 // three rotations and more
+	var first int
+	eventually(t, "the follow reads across rotations", 60*time.Second, func() (bool, string) {
+		s := follow.Stdout()
+		if _, err := fmt.Sscanf(s, "tick g1 %d\n", &first); err != nil {
+			return false, follow.Stderr() + testutil.Tail(s, 3)
+		}
+		return strings.Contains(s, fmt.Sprintf("tick g1 %d\n", first+lines)), follow.Stderr() + testutil.Tail(s, 3)
+	})
+	var want strings.Builder
+	for n := first; n <= first+lines; n++ {
+		fmt.Fprintf(&want, "tick g1 %d\n", n)
+	}
+	if got := follow.Stdout(); !strings.HasPrefix(got, want.String()) {
+		t.Errorf("the follow lost or repeated lines across rotations:\n%s", testutil.Tail(got, 20))
+	}
+	li, err := a.Layout().Instance("default", inst.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(li.LogFile() + ".2"); err != nil {
+		t.Errorf("the log file was not rotated twice: %v", err)
+	}
+}

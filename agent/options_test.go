@@ -1,0 +1,38 @@
+package agent
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestParseInstanceLogFlags(t *testing.T) {
+	type logs struct {
+		MaxBytes int64
+		Keep     int
+	}
+	tests := map[string]struct {
+		args    []string
+		want    logs
+		wantErr bool
+	}{
+		"defaults":      {want: logs{8 << 20, 3}},
+		"quantities":    {args: []string{"--instance-log-max-size=64Ki", "--instance-log-keep=1"}, want: logs{64 << 10, 1}},
+		"decimal size":  {args: []string{"--instance-log-max-size=2M"}, want: logs{2_000_000, 3}},
+		"too small":     {args: []string{"--instance-log-max-size=100"}, wantErr: true},
+		"not a size":    {args: []string{"--instance-log-max-size=big"}, wantErr: true},
+		"nothing kept":  {args: []string{"--instance-log-keep=0"}, wantErr: true},
+		"negative keep": {args: []string{"--instance-log-keep=-2"}, wantErr: true},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			o, err := Parse(tc.args)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err = %v, want error %v", err, tc.wantErr)
+			}
+			if d := cmp.Diff(tc.want, logs{o.LogMaxBytes, o.LogKeep}); err == nil && d != "" {
+				t.Errorf("(-want,+got):\n%s", d)
+			}
+		})
+	}
+}
