@@ -53,8 +53,9 @@ func logsMain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return ignoreCancel(ctx, err)
 		}
 		var se statusError
-		if errors.As(err, &se) && se.code < 500 {
-			return err
+		var ce connectError
+		if errors.As(err, &ce) || (errors.As(err, &se) && se.code < 500) {
+			return err // the Instance, its Enrollment or the user's rights: asking again changes nothing
 		}
 		// The agent went away (a restart, a roll): follow it to its next
 		// self, from the last line printed.
@@ -83,7 +84,7 @@ type printer struct {
 func (p *printer) stream(ctx context.Context, name string) error {
 	a, err := connect(ctx, p.flags.common, name)
 	if err != nil {
-		return err
+		return connectError{err}
 	}
 	q := p.flags.query
 	if !p.last.IsZero() {
@@ -147,6 +148,12 @@ func (p *printer) print(rec logs.Record) {
 	b.WriteByte('\n')
 	_, _ = p.w.WriteString(b.String())
 }
+
+// connectError is a failure to find the agent (from the kubeconfig and
+// the API server), not to reach it.
+type connectError struct{ error }
+
+func (e connectError) Unwrap() error { return e.error }
 
 // statusError is an answer other than 200 from the agent.
 type statusError struct {
