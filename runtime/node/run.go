@@ -225,13 +225,3 @@ func firstErr(errs ...error) error {
 	}
 	return nil
 }
-
-// LogFile is where inst's output is kept: the current file, and how many
-// rotated ones (path.1 ... path.keep) beside it.
-func (n *Node) LogFile(inst InstanceRef) (path string, keep int, err error) {
-	li, err := n.layoutOf(inst)
-	if err != nil {
-		return "", 0, err
-	}
-	return li.LogFile(), n.cfg.LogKeep, nil
-}

@@ -132,6 +132,16 @@ func (n *Node) logFile(li layout.Instance, in *instance) (*logs.RotatingFile, er
 	return f, nil
 }
 
+// LogFile is where inst's output is kept: the current file, and how many
+// rotated ones (path.1 ... path.keep) beside it.
+func (n *Node) LogFile(inst InstanceRef) (path string, keep int, err error) {
+	li, err := n.layoutOf(inst)
+	if err != nil {
+		return "", 0, err
+	}
+	return li.LogFile(), n.cfg.LogKeep, nil
+}
+
 // Generation states the control socket reports.
 const (
 	StateServing    = "serving"

@@ -61,25 +61,8 @@ func Main(args []string, stderr io.Writer) int {
 	if err != nil {
 		return fail(ExitLaunchFile, "launch file: %v", err)
 	}
-	if *inSocket != "" {
-		if err := redirect(*inSocket, unix.SHUT_WR, 0); err != nil {
-			return fail(ExitSetup, "stdin socket: %v", err)
-		}
-	}
-	if *logSocket != "" {
-		if err := redirect(*logSocket, unix.SHUT_RD, 1, 2); err != nil {
-			return fail(ExitSetup, "log socket: %v", err)
-		}
-	}
-	if *logFIFO != "" {
-		if err := redirectFIFO(*logFIFO, 1, 2); err != nil {
-			return fail(ExitSetup, "log fifo: %v", err)
-		}
-	}
-	if *errSocket != "" {
-		if err := redirect(*errSocket, unix.SHUT_RD, 2); err != nil {
-			return fail(ExitSetup, "stderr socket: %v", err)
-		}
+	if err := wire(*inSocket, *logSocket, *logFIFO, *errSocket); err != nil {
+		return fail(ExitSetup, "%v", err)
 	}
 	env, listener := lf.Env, -1
 	if lf.Listen != nil {
@@ -117,6 +100,30 @@ func Main(args []string, stderr io.Writer) int {
 		return fail(ExitNotFound, "exec %s: %v", lf.Argv[0], err)
 	}
 	return fail(ExitCannotExec, "exec %s: %v", lf.Argv[0], err)
+}
+
+// wire makes stdin, stdout and stderr the sockets or pipe given ("":
+// left as inherited): stdin a run's, both outputs the log socket or FIFO,
+// stderr alone a run's second socket (after, so it wins).
+func wire(inSocket, logSocket, logFIFO, errSocket string) error {
+	steps := []struct {
+		what, path string
+		do         func(string) error
+	}{
+		{"stdin socket", inSocket, func(p string) error { return redirect(p, unix.SHUT_WR, 0) }},
+		{"log socket", logSocket, func(p string) error { return redirect(p, unix.SHUT_RD, 1, 2) }},
+		{"log fifo", logFIFO, func(p string) error { return redirectFIFO(p, 1, 2) }},
+		{"stderr socket", errSocket, func(p string) error { return redirect(p, unix.SHUT_RD, 2) }},
+	}
+	for _, s := range steps {
+		if s.path == "" {
+			continue
+		}
+		if err := s.do(s.path); err != nil {
+			return fmt.Errorf("%s: %w", s.what, err)
+		}
+	}
+	return nil
 }
 
 // redirectFIFO makes the named pipe at path each of fds, opened for
