@@ -27,8 +27,9 @@ Flags for both: [-n NAMESPACE] [--kubeconfig FILE] [--context NAME]
 
 logs needs get on instances/log, run needs create on instances/run (API
 group hosting.unitlet.dev), and both get on the node's Enrollment, where
-the agent publishes its address and certificate. The agent checks a
-bearer token from your kubeconfig with the API server (TokenReview).
+the agent publishes its address and certificate. The agent checks your
+kubeconfig's bearer token (TokenReview) or client certificate (the
+cluster's client CA) with the API server.
 `
 
 // Exit codes of the plugin itself; a run exits with its command's.
