@@ -239,22 +239,33 @@ func (r *EnrollmentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
-// approved returns this node's Enrollment, creating it (not approved)
-// when it does not exist yet, and whether an administrator approved it.
+// approved returns this node's Enrollment (see EnsureEnrollment) and
+// whether an administrator approved it.
 func (r *EnrollmentReconciler) approved(ctx context.Context) (*hostingv1alpha1.Enrollment, bool, error) {
+	enr, err := EnsureEnrollment(ctx, r.Client, r.NodeName)
+	if err != nil {
+		return nil, false, err
+	}
+	return enr, enr.Spec.Approved, nil
+}
+
+// EnsureEnrollment returns node's Enrollment, creating it (not approved)
+// when it does not exist yet: the enrollment reconciler and the agent's
+// endpoint publisher both need it, whichever comes first.
+func EnsureEnrollment(ctx context.Context, c client.Client, node string) (*hostingv1alpha1.Enrollment, error) {
 	var enr hostingv1alpha1.Enrollment
-	err := r.Client.Get(ctx, client.ObjectKey{Name: r.NodeName}, &enr)
+	err := c.Get(ctx, client.ObjectKey{Name: node}, &enr)
 	if apierrors.IsNotFound(err) {
-		enr = hostingv1alpha1.Enrollment{ObjectMeta: metav1.ObjectMeta{Name: r.NodeName}}
-		err = r.Client.Create(ctx, &enr)
+		enr = hostingv1alpha1.Enrollment{ObjectMeta: metav1.ObjectMeta{Name: node}}
+		err = c.Create(ctx, &enr)
 		if apierrors.IsAlreadyExists(err) {
-			err = r.Client.Get(ctx, client.ObjectKey{Name: r.NodeName}, &enr)
+			err = c.Get(ctx, client.ObjectKey{Name: node}, &enr)
 		}
 	}
 	if err != nil {
-		return nil, false, fmt.Errorf("enrollment %s: %w", r.NodeName, err)
+		return nil, fmt.Errorf("enrollment %s: %w", node, err)
 	}
-	return &enr, enr.Spec.Approved, nil
+	return &enr, nil
 }
 
 // report writes facts, checks and the decision to enr's status. It sends

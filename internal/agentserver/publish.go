@@ -6,12 +6,11 @@ import (
 	"fmt"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
+	"github.com/unitlet/unitlet/controllers"
 	"github.com/unitlet/unitlet/internal/agentapi"
 )
 
@@ -31,19 +30,11 @@ func (s *Server) publishUntilDone(ctx context.Context, addr string, caPEM []byte
 }
 
 // publish sets status.endpoint of the node's Enrollment, creating the
-// Enrollment (not approved) when it does not exist yet, as the
-// enrollment reconciler would.
+// Enrollment (not approved) when it does not exist yet.
 func (s *Server) publish(ctx context.Context, addr string, caPEM []byte) error {
-	var enr v1.Enrollment
-	err := s.Client.Get(ctx, client.ObjectKey{Name: s.NodeName}, &enr)
-	if apierrors.IsNotFound(err) {
-		enr = v1.Enrollment{ObjectMeta: metav1.ObjectMeta{Name: s.NodeName}}
-		if err = s.Client.Create(ctx, &enr); apierrors.IsAlreadyExists(err) {
-			err = s.Client.Get(ctx, client.ObjectKey{Name: s.NodeName}, &enr)
-		}
-	}
+	enr, err := controllers.EnsureEnrollment(ctx, s.Client, s.NodeName)
 	if err != nil {
-		return fmt.Errorf("enrollment %s: %w", s.NodeName, err)
+		return err
 	}
 	want := &v1.AgentEndpoint{Address: addr, ServerName: agentapi.ServerName(s.NodeName), CABundle: caPEM}
 	if e := enr.Status.Endpoint; e != nil && e.Address == want.Address && e.ServerName == want.ServerName && bytes.Equal(e.CABundle, caPEM) {
@@ -51,7 +42,7 @@ func (s *Server) publish(ctx context.Context, addr string, caPEM []byte) error {
 	}
 	orig := enr.DeepCopy()
 	enr.Status.Endpoint = want
-	if err := s.Client.Status().Patch(ctx, &enr, client.MergeFrom(orig)); err != nil {
+	if err := s.Client.Status().Patch(ctx, enr, client.MergeFrom(orig)); err != nil {
 		return fmt.Errorf("enrollment %s endpoint: %w", s.NodeName, err)
 	}
 	return nil

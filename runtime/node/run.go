@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -107,7 +108,7 @@ func (n *Node) startRun(ctx context.Context, ref Ref, req RunRequest) (res RunRe
 		pr.Close()
 		return notStarted(&PrepareError{Err: err})
 	}
-	closeStreams = func() error { return firstErr(stdin.Close(), out.Close(), errs.Close()) }
+	closeStreams = func() error { return errors.Join(stdin.Close(), out.Close(), errs.Close()) }
 	if err := pr.WriteLaunch(lf.Host, req.Argv, lf.WorkingDir); err != nil {
 		closeStreams()
 		pr.Close()
@@ -215,13 +216,4 @@ func (n *Node) pollEmpty(ctx context.Context, p layout.Proc) bool {
 		case <-t.C:
 		}
 	}
-}
-
-func firstErr(errs ...error) error {
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
 }

@@ -98,15 +98,24 @@ func TestPluginLogsAndRun(t *testing.T) {
 		t.Errorf("the console: exit %d, stdout %q, stderr %q", code, console.Stdout(), console.Stderr())
 	}
 
-	// Two at once, each its own; the second's exit code is its own.
-	first := testutil.StartPlugin(t, alice, "run", inst.Name, "--", "/bin/sh", "-c", "sleep 1; echo first")
-	second := testutil.Plugin(t, alice, "run", inst.Name, "--", "/bin/true")
-	if second.Code() != 0 || first.Wait() != 0 || first.Stdout() != "first\n" {
+	// Two at once, each its own: the second starts and ends while the
+	// first still runs, each with its own exit code.
+	marker := "unitlet-plugin-" + runID
+	first := testutil.StartPlugin(t, alice, "run", inst.Name, "--", "/bin/sh", "-c", "sleep 5; echo first; : "+marker+"-first")
+	eventually(t, "the first run's command runs", 20*time.Second, func() (bool, string) {
+		return len(pidsOf(marker+"-first")) > 0, first.Stderr()
+	})
+	second := testutil.Plugin(t, alice, "run", inst.Name, "--", "/bin/sh", "-c", "exit 5")
+	select {
+	case <-first.Done():
+		t.Errorf("the second run ended only after the first: exit %d, stdout %q", first.Code(), first.Stdout())
+	default:
+	}
+	if second.Code() != 5 || first.Wait() != 0 || first.Stdout() != "first\n" {
 		t.Errorf("concurrent runs: second %d (%s), first %d %q (%s)", second.Code(), second.Stderr(), first.Code(), first.Stdout(), first.Stderr())
 	}
 
 	// Interrupted: the agent stops the command and proves it gone.
-	marker := "unitlet-plugin-" + runID
 	sleeper := testutil.StartPlugin(t, alice, "run", inst.Name, "--", "/bin/sh", "-c", "sleep 300; : "+marker)
 	eventually(t, "the interrupted run's command runs", 20*time.Second, func() (bool, string) {
 		return len(pidsOf(marker)) > 0, sleeper.Stderr()
