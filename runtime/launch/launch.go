@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"path/filepath"
 	"strings"
 
@@ -39,6 +40,10 @@ type File struct {
 	// listening socket offered under Key at the agent's Handoff socket and
 	// execs the app with it as fd 3 (LISTEN_FDS=1).
 	Listen *Listen `json:"listen,omitempty"`
+	// NetworkDeny are addresses the process tree may not connect or send
+	// to (the cloud metadata service's, unless a grant allows it): the
+	// trampoline guards its own cgroup before it execs anything.
+	NetworkDeny []string `json:"networkDeny,omitempty"`
 }
 
 // Listen is where a generation's listening socket is fetched from.
@@ -96,6 +101,11 @@ func (f File) Validate() error {
 	if l := f.Listen; l != nil && (!filepath.IsAbs(l.Handoff) || l.Key == "" || strings.ContainsAny(l.Key, "\n\x00")) {
 		return bad("listen: hand-off %q must be absolute and key %q one line", l.Handoff, l.Key)
 	}
+	for _, a := range f.NetworkDeny {
+		if _, err := netip.ParseAddr(a); err != nil {
+			return bad("networkDeny: %v", err)
+		}
+	}
 	for _, w := range f.Writable {
 		if !filepath.IsAbs(w) || filepath.Clean(w) != w || w == "/" {
 			return bad("writable path %q is not a clean absolute path below /", w)
@@ -135,6 +145,9 @@ func Decode(b []byte) (File, error) {
 	// file decodes to what it encodes back to (omitempty drops "[]").
 	if len(f.Writable) == 0 {
 		f.Writable = nil
+	}
+	if len(f.NetworkDeny) == 0 {
+		f.NetworkDeny = nil
 	}
 	if len(f.Identity.Groups) == 0 {
 		f.Identity.Groups = nil

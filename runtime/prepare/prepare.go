@@ -21,6 +21,7 @@ import (
 	"github.com/unitlet/unitlet/runtime/launch"
 	"github.com/unitlet/unitlet/runtime/layout"
 	"github.com/unitlet/unitlet/runtime/logs"
+	"github.com/unitlet/unitlet/runtime/netguard"
 	"golang.org/x/sys/unix"
 )
 
@@ -52,6 +53,10 @@ type Request struct {
 	LogFile *logs.RotatingFile
 	// Logger receives the output lines and the control server's errors.
 	Logger logr.Logger
+	// AllowMetadata lets the process reach the cloud metadata service
+	// (where an administrator's grant allows it); by default its cgroup
+	// refuses every connect and datagram to it.
+	AllowMetadata bool
 }
 
 // Result is a prepared role or generation. Close releases what it holds.
@@ -71,7 +76,8 @@ type Result struct {
 	// generation fetches its listening socket.
 	Listen *launch.Listen
 
-	identity launch.Identity
+	identity    launch.Identity
+	networkDeny []string
 }
 
 // Close closes the listeners; safe on a partly filled Result.
@@ -102,7 +108,8 @@ func (r *Result) WriteLaunch(host string, argv []string, workingDir string) erro
 	}
 	inst := r.Proc.Instance()
 	f := launch.File{Schema: launch.Schema, Host: host, Argv: expanded, Env: r.EnvList(), WorkingDir: workingDir,
-		Identity: r.identity, Writable: []string{inst.DataDir(), inst.RunDir()}, Listen: r.Listen}
+		Identity: r.identity, Writable: []string{inst.DataDir(), inst.RunDir()}, Listen: r.Listen,
+		NetworkDeny: r.networkDeny}
 	return launch.Write(inst.PrivateDir(), r.Proc.LaunchFile(), f)
 }
 
@@ -126,6 +133,9 @@ func Prepare(req Request) (res *Result, err error) {
 		return nil, errors.New("prepare: no log file")
 	}
 	res.Proc, res.identity = p, req.App
+	if !req.AllowMetadata {
+		res.networkDeny = netguard.MetadataStrings()
+	}
 	defer func() {
 		if err != nil {
 			res.Close()

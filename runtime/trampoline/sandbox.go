@@ -10,19 +10,17 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Paths the sandbox leaves as they are: the kernel's API file systems,
-// which systemd's ProtectSystem=strict leaves writable too.
-var apiFS = []string{"/dev", "/proc", "/sys"}
-
 // privateTmp are mounted afresh (tmpfs), one per process, like systemd's
 // PrivateTmp.
 var privateTmp = []string{"/tmp", "/var/tmp"}
 
 // sandbox gives the calling thread a mount namespace of its own in which
 // the whole file system is read-only except writable (bound onto
-// themselves) and a private /tmp and /var/tmp. The same on both backends:
-// it is the trampoline, not the unit manager, that builds it. The thread
-// must be locked: unshare applies to it alone, and exec happens from it.
+// themselves) and a private /tmp and /var/tmp, /sys included (and with it
+// the cgroup file systems); then the Instance's world (world.go) covers
+// /dev and /proc. The same on both backends: it is the trampoline, not
+// the unit manager, that builds it. The thread must be locked: unshare
+// applies to it alone, and exec happens from it.
 func sandbox(writable []string) error {
 	if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
 		return fmt.Errorf("unshare the mount namespace: %w", err)
@@ -31,7 +29,7 @@ func sandbox(writable []string) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("make mounts private: %w", err)
 	}
-	keep := append(append([]string{}, apiFS...), writable...)
+	keep := append([]string{}, writable...)
 	// Copies of the writable trees, taken before the private /tmp can
 	// hide one (a state root below /tmp, as in tests), placed after it.
 	trees := make([]int, len(writable))
@@ -68,7 +66,7 @@ func sandbox(writable []string) error {
 			return fmt.Errorf("make %s read-only: %w", m.path, err)
 		}
 	}
-	return nil
+	return world()
 }
 
 // privateTmps mounts a fresh tmpfs on each of privateTmp that exists and

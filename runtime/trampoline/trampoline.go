@@ -1,8 +1,10 @@
 // Package trampoline is `unitlet exec`: the first thing a unit runs. It
 // reads the launch file beneath its directory (no symlink followed), wires
-// stdout and stderr to the instance's log socket or FIFO, builds the
-// sandbox (sandbox.go), drops to the launch file's identity with no
-// capability left, and execs argv with exactly the launch file's env. It
+// stdout and stderr to the instance's log socket or FIFO, keeps its cgroup
+// from the addresses the file denies (runtime/netguard), builds the
+// sandbox (sandbox.go) and the Instance's world (world.go), drops to the
+// launch file's identity with no capability left, installs the system
+// call filter (seccomp.go), and execs argv with exactly the launch file's env. It
 // execs nothing unless every step before succeeded.
 package trampoline
 
@@ -11,12 +13,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/netip"
 	"path/filepath"
 	"runtime"
 	"strings"
 
 	"github.com/unitlet/unitlet/runtime/launch"
 	"github.com/unitlet/unitlet/runtime/logs"
+	"github.com/unitlet/unitlet/runtime/netguard"
 	"golang.org/x/sys/unix"
 )
 
@@ -70,6 +74,9 @@ func Main(args []string, stderr io.Writer) int {
 			return fail(ExitSetup, "socket activation: %v", err)
 		}
 	}
+	if err := guardNetwork(lf.NetworkDeny); err != nil {
+		return fail(ExitSetup, "network guard: %v", err)
+	}
 	// Sandbox, credentials and exec on one thread: the mount namespace,
 	// capabilities and no-new-privs are per thread (setuid and setgid are
 	// set on all threads anyway, by Go's all-threads syscalls).
@@ -95,11 +102,24 @@ func Main(args []string, stderr io.Writer) int {
 			return fail(ExitSetup, "socket activation: %v", err)
 		}
 	}
+	if err := installFilter(); err != nil {
+		return fail(ExitSetup, "%v", err)
+	}
 	err = unix.Exec(lf.Argv[0], lf.Argv, env)
 	if errors.Is(err, unix.ENOENT) {
 		return fail(ExitNotFound, "exec %s: %v", lf.Argv[0], err)
 	}
 	return fail(ExitCannotExec, "exec %s: %v", lf.Argv[0], err)
+}
+
+// guardNetwork keeps the unit's cgroup from reaching deny (launch.File
+// validated the addresses).
+func guardNetwork(deny []string) error {
+	addrs := make([]netip.Addr, 0, len(deny))
+	for _, a := range deny {
+		addrs = append(addrs, netip.MustParseAddr(a))
+	}
+	return netguard.DenyOwnCgroup(addrs)
 }
 
 // wire makes stdin, stdout and stderr the sockets or pipe given ("":
