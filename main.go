@@ -38,6 +38,11 @@ func main() {
 var subcommands = map[string]func([]string) int{
 	"agent":       agent.Main,
 	"exec":        func(args []string) int { return trampoline.Main(args, os.Stderr) },
+	// The trampoline's child in a granted root's user namespace, started
+	// as /proc/self/exe with the app's argv[0] in front.
+	trampoline.InnerFlag: func(args []string) int {
+		return trampoline.Main(append([]string{trampoline.InnerFlag}, args...), os.Stderr)
+	},
 	"shim":        shim.Main,
 	"exit-record": exitrecord.Main,
 	"install":     selfinstall.Main,

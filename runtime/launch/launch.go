@@ -44,6 +44,16 @@ type File struct {
 	// to (the cloud metadata service's, unless a grant allows it): the
 	// trampoline guards its own cgroup before it execs anything.
 	NetworkDeny []string `json:"networkDeny,omitempty"`
+	// UserNamespace, when set, runs the process as Identity (uid 0) in a
+	// user namespace of its own whose 0 is this uid and gid on the node:
+	// a granted root that is nobody to the node.
+	UserNamespace *IDMap `json:"userNamespace,omitempty"`
+}
+
+// IDMap is the node's uid and gid that a user namespace's 0 maps to.
+type IDMap struct {
+	UID int `json:"uid"`
+	GID int `json:"gid"`
 }
 
 // Listen is where a generation's listening socket is fetched from.
@@ -100,6 +110,9 @@ func (f File) Validate() error {
 	}
 	if l := f.Listen; l != nil && (!filepath.IsAbs(l.Handoff) || l.Key == "" || strings.ContainsAny(l.Key, "\n\x00")) {
 		return bad("listen: hand-off %q must be absolute and key %q one line", l.Handoff, l.Key)
+	}
+	if m := f.UserNamespace; m != nil && (m.UID <= 0 || m.GID <= 0 || f.Identity.UID != 0 || f.Identity.GID != 0) {
+		return bad("userNamespace maps uid 0 to %d:%d: both must be above 0 and the identity root", m.UID, m.GID)
 	}
 	for _, a := range f.NetworkDeny {
 		if _, err := netip.ParseAddr(a); err != nil {

@@ -44,6 +44,11 @@ func Main(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: %s\n", commandName, msg)
 		return code
 	}
+	if len(args) > 0 && args[0] == InnerFlag {
+		runtime.LockOSThread()
+		code, err := inner(args[1:])
+		return fail(code, "%v", err)
+	}
 	fs := flag.NewFlagSet(commandName, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	launchPath := fs.String("launch", "", "launch file")
@@ -83,6 +88,13 @@ func Main(args []string, stderr io.Writer) int {
 	runtime.LockOSThread()
 	if err := sandbox(lf.Writable); err != nil {
 		return fail(ExitSetup, "sandbox: %v", err)
+	}
+	if lf.UserNamespace != nil {
+		code, err := superviseInUserNS(lf, env, listener)
+		if err != nil {
+			return fail(ExitSetup, "%v", err)
+		}
+		return code
 	}
 	if err := drop(lf.Identity); err != nil {
 		return fail(ExitSetup, "drop to uid %d: %v", lf.Identity.UID, err)

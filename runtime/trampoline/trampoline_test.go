@@ -23,7 +23,7 @@ import (
 const asTrampoline = "UNITLET_TEST_RUN_TRAMPOLINE"
 
 func TestMain(m *testing.M) {
-	if os.Getenv(asTrampoline) == "1" {
+	if os.Getenv(asTrampoline) == "1" || (len(os.Args) > 1 && os.Args[1] == InnerFlag) {
 		os.Exit(Main(os.Args[1:], os.Stderr))
 	}
 	os.Exit(m.Run())
