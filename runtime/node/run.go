@@ -150,9 +150,15 @@ func (n *Node) prepareRun(ctx context.Context, ref Ref, p layout.Proc, req RunRe
 	if held || !st.Gone() {
 		return nil, launch.File{}, fmt.Errorf("node: a run called %s is already there (%s)", req.Name, st.ActiveState)
 	}
+	// A run is who its generation is, in the same world.
+	app, userns := lf.Identity, lf.UserNamespace != nil
+	if userns {
+		app = launch.Identity{User: lf.Identity.User, UID: lf.UserNamespace.UID, GID: lf.UserNamespace.GID, Groups: []int{lf.UserNamespace.GID}}
+	}
 	pr, err := prepare.Prepare(prepare.Request{
 		Instance: li, Host: lf.Host, Role: layout.RoleCmd, Generation: req.Generation, Name: req.Name,
-		SocketGID: n.cfg.SocketGID, App: lf.Identity, Logger: n.cfg.Log,
+		SocketGID: n.cfg.SocketGID, App: app, RootInUserNamespace: userns, Logger: n.cfg.Log,
+		AllowMetadata: len(lf.NetworkDeny) == 0,
 	})
 	if err != nil {
 		return nil, launch.File{}, fmt.Errorf("node: prepare %s: %w", p.UnitName(), err)

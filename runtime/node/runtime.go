@@ -139,6 +139,19 @@ func New(cfg Config) (*Node, error) {
 	return n, nil
 }
 
+// appIdentity is who an Instance's processes are on the node, and whether
+// they run as uid 0 in a user namespace of their own: a granted root is
+// the Instance's own uid to the node, root only to itself.
+func (n *Node) appIdentity(inst InstanceRef, user string, allowRoot bool) (identity.Credential, bool, error) {
+	cred, err := n.ids.Resolve(inst.Namespace, inst.Name, user, allowRoot)
+	if err != nil || cred.UID != 0 {
+		return cred, false, err
+	}
+	own, err := n.ids.Resolve(inst.Namespace, inst.Name, "", false)
+	own.User = cred.User
+	return own, true, err
+}
+
 // Identity resolves who inst's processes run as (see identity.Store),
 // allocating the Instance's own uid on first use.
 func (n *Node) Identity(inst InstanceRef, user string, allowRoot bool) (identity.Credential, error) {

@@ -58,7 +58,7 @@ func (n *Node) Start(ctx context.Context, req StartRequest) StartResult {
 		return res
 	}
 
-	cred, err := n.ids.Resolve(req.Namespace, req.Name, req.User, req.AllowRoot)
+	cred, userns, err := n.appIdentity(req.InstanceRef, req.User, req.AllowRoot)
 	if err != nil {
 		return notPrepared(fmt.Errorf("node: identity of %s: %w", res.Unit, err))
 	}
@@ -69,8 +69,8 @@ func (n *Node) Start(ctx context.Context, req StartRequest) StartResult {
 	pr, err := prepare.Prepare(prepare.Request{
 		Instance: p.Instance(), Host: req.Host, Role: p.Role(), Generation: p.Generation(), Name: p.SidecarName(),
 		SocketGID: n.cfg.SocketGID,
-		App:       cred,
-		SpecEnv:   req.SpecEnv, RefEnv: req.RefEnv,
+		App:       cred, RootInUserNamespace: userns,
+		SpecEnv: req.SpecEnv, RefEnv: req.RefEnv,
 		Fence: in.fence.For(p.Generation()), State: n.stateFunc(in, p.Generation()),
 		LogFile: logFile, Logger: n.cfg.Log,
 	})

@@ -53,6 +53,9 @@ type Request struct {
 	LogFile *logs.RotatingFile
 	// Logger receives the output lines and the control server's errors.
 	Logger logr.Logger
+	// RootInUserNamespace runs the process as uid 0 in a user namespace
+	// whose 0 is App (a granted root): App still owns the files.
+	RootInUserNamespace bool
 	// AllowMetadata lets the process reach the cloud metadata service
 	// (where an administrator's grant allows it); by default its cgroup
 	// refuses every connect and datagram to it.
@@ -78,6 +81,7 @@ type Result struct {
 
 	identity    launch.Identity
 	networkDeny []string
+	userns      bool
 }
 
 // Close closes the listeners; safe on a partly filled Result.
@@ -110,6 +114,10 @@ func (r *Result) WriteLaunch(host string, argv []string, workingDir string) erro
 	f := launch.File{Schema: launch.Schema, Host: host, Argv: expanded, Env: r.EnvList(), WorkingDir: workingDir,
 		Identity: r.identity, Writable: []string{inst.DataDir(), inst.RunDir()}, Listen: r.Listen,
 		NetworkDeny: r.networkDeny}
+	if r.userns {
+		f.Identity = launch.Identity{User: r.identity.User}
+		f.UserNamespace = &launch.IDMap{UID: r.identity.UID, GID: r.identity.GID}
+	}
 	return launch.Write(inst.PrivateDir(), r.Proc.LaunchFile(), f)
 }
 
@@ -132,7 +140,7 @@ func Prepare(req Request) (res *Result, err error) {
 	if req.Role != layout.RoleCmd && req.LogFile == nil {
 		return nil, errors.New("prepare: no log file")
 	}
-	res.Proc, res.identity = p, req.App
+	res.Proc, res.identity, res.userns = p, req.App, req.RootInUserNamespace
 	if !req.AllowMetadata {
 		res.networkDeny = netguard.MetadataStrings()
 	}
