@@ -18,7 +18,9 @@ type Spec struct {
 	// instance parent's limit (seed, sidecar).
 	Tier cgroups.Tier
 	// Parent is the instance parent's limit (the slice), set before the
-	// unit starts.
+	// unit starts. A run (role cmd) has none: it runs inside the parent
+	// as it is, under the Instance's tier, and is refused when there is
+	// no parent; its zero Parent would otherwise lift every limit.
 	Parent cgroups.Tier
 	// Grace is how long a stop waits after SIGTERM before it kills.
 	Grace time.Duration
