@@ -107,8 +107,10 @@ type Backend interface {
 
 	// RaiseParent lifts the instance parent's limit to overlap while two
 	// generations run; RestoreParent lowers it back to floor, the serving
-	// generation's tier. The direct backend refuses the restore
-	// (*cgroups.PopulatedError) while two generations hold processes.
+	// generation's tier. Both backends refuse the restore
+	// (*cgroups.PopulatedError) while two generations hold processes, and
+	// keep a raise across an agent restart (it lives in the parent's own
+	// limits, which a start never lowers while a generation runs).
 	RaiseParent(ctx context.Context, inst layout.Instance, overlap cgroups.Tier) error
 	RestoreParent(ctx context.Context, inst layout.Instance, floor cgroups.Tier) error
 	// RemoveParent removes the instance parent and its cgroup; call it

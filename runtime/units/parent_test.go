@@ -2,6 +2,7 @@ package units
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -22,8 +23,9 @@ import (
 // it. The tests here run on both backends.
 
 var (
-	genTier    = cgroups.Tier{MemoryBytes: 96 << 20, Pids: 40}
-	parentTier = cgroups.Tier{MemoryBytes: 192 << 20, Pids: 80, CPUMillis: 500}
+	genTier     = cgroups.Tier{MemoryBytes: 96 << 20, Pids: 40}
+	parentTier  = cgroups.Tier{MemoryBytes: 192 << 20, Pids: 80, CPUMillis: 500}
+	overlapTier = cgroups.Tier{MemoryBytes: 384 << 20, Pids: 160, CPUMillis: 1000}
 )
 
 // parentFiles reads the limits of p's instance parent (the slice, on
@@ -134,4 +136,64 @@ func parentExists(ctx context.Context, t *testing.T, b Backend, inst layout.Inst
 		_, err := os.Stat(hostCgroup("memory", inst.Cgroup()))
 		return err == nil
 	}
+}
+
+// An agent restarted in the middle of an overlap keeps the raised parent
+// limit while both generations run (whether it starts the successor or a
+// sidecar beside both), refuses to restore it until the old one is gone,
+// then restores the tier.
+func TestOverlapRaiseOutlivesTheAgent(t *testing.T) {
+	tests := map[string]struct {
+		restartBeforeSuccessor bool
+	}{
+		"the new agent starts a sidecar beside both generations": {},
+		"the new agent starts the successor":                     {restartBeforeSuccessor: true},
+	}
+	eachCase(t, tests, func(t *testing.T, be testBackend, i int, name string) {
+		tc := tests[name]
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		inst := fmt.Sprintf("overlap%d", i)
+		old := be.new(t, 10*time.Second)
+		g1 := makeProc(t, be.lay, inst, 1, "/bin/sleep", "1000")
+		g2 := makeProc(t, be.lay, inst, 2, "/bin/sleep", "1000")
+		side := makeSlot(t, be.lay, inst, func(li layout.Instance) (layout.Proc, error) { return li.Sidecar("side") }, "/bin/sleep", "1000")
+		startOrFail(ctx, t, old, Spec{Proc: g1, Tier: genTier, Parent: parentTier, Grace: time.Second})
+		if err := old.RaiseParent(ctx, g1.Instance(), overlapTier); err != nil {
+			t.Fatal(err)
+		}
+		if !tc.restartBeforeSuccessor {
+			startOrFail(ctx, t, old, Spec{Proc: g2, Tier: genTier, Parent: parentTier, Grace: time.Second})
+		}
+		b := be.new(t, 10*time.Second) // the restarted agent
+		if tc.restartBeforeSuccessor {
+			startOrFail(ctx, t, b, Spec{Proc: g2, Tier: genTier, Parent: parentTier, Grace: time.Second})
+		} else {
+			startOrFail(ctx, t, b, Spec{Proc: side, Parent: parentTier, Grace: time.Second})
+		}
+		if diff := cmp.Diff(tierFiles(overlapTier), parentFiles(ctx, t, be, b, g1)); diff != "" {
+			t.Fatalf("parent while both generations run (-want,+got):\n%s", diff)
+		}
+
+		var pe *cgroups.PopulatedError
+		if err := b.RestoreParent(ctx, g1.Instance(), parentTier); !errors.As(err, &pe) || len(pe.Children) != 2 {
+			t.Fatalf("RestoreParent while both generations run = %v, want *cgroups.PopulatedError naming two", err)
+		}
+		if diff := cmp.Diff(tierFiles(overlapTier), parentFiles(ctx, t, be, b, g1)); diff != "" {
+			t.Fatalf("parent after a refused restore (-want,+got):\n%s", diff)
+		}
+
+		if k := b.Prove(ctx, g1); !k.Proven {
+			t.Fatalf("prove generation 1 gone: %v", k.Err())
+		}
+		if err := b.RestoreParent(ctx, g1.Instance(), parentTier); err != nil {
+			t.Fatalf("RestoreParent once generation 1 is gone: %v", err)
+		}
+		if diff := cmp.Diff(tierFiles(parentTier), parentFiles(ctx, t, be, b, g2)); diff != "" {
+			t.Errorf("parent once generation 1 is gone (-want,+got):\n%s", diff)
+		}
+		if st, err := b.Observe(ctx, g2); err != nil || st.Gone() {
+			t.Errorf("generation 2 after the restore: %+v, %v; want running", st, err)
+		}
+	})
 }
