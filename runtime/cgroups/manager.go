@@ -46,7 +46,9 @@ type Manager interface {
 	// Parent is the instance parent, relative to each hierarchy.
 	Parent() string
 	// EnsureParent creates the parent if needed with tier as its floor.
-	// A parent a swap raised stays raised until RestoreParent.
+	// A parent a swap raised stays raised until RestoreParent, also when
+	// another manager (an agent before a restart) raised it: while a
+	// generation child holds processes, EnsureParent only raises.
 	EnsureParent(tier Tier) error
 	// CreateGeneration creates g<n> with the tier's limits. It is always
 	// fresh: an existing g<n> is ErrChildExists, generation 0 is refused.
@@ -98,7 +100,9 @@ var (
 // PopulatedError refuses RestoreParent while more than one generation
 // child still holds processes.
 type PopulatedError struct {
-	Children []string // the populated generation children
+	// Children are the populated generation children (their units, on
+	// the systemd backend).
+	Children []string
 }
 
 func (e *PopulatedError) Error() string {
@@ -185,33 +189,6 @@ func checkChild(child string) error {
 	return fmt.Errorf("%w: %q", ErrNotAChild, child)
 }
 
-func (m *instance) EnsureParent(tier Tier) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.ready && m.floor == tier && m.d.exists(m.parent) {
-		return nil
-	}
-	for _, dir := range []string{m.cfg.root(), m.parent} {
-		if err := m.d.create(dir); err != nil {
-			return fmt.Errorf("create %s: %w", dir, classify(err))
-		}
-		if err := m.d.enable(dir); err != nil {
-			return fmt.Errorf("enable controllers in %s: %w", dir, classify(err))
-		}
-	}
-	m.floor = tier
-	if m.raised != nil {
-		m.ready = true
-		return nil // a swap raised it; RestoreParent lowers it
-	}
-	if err := m.d.set(m.parent, tier, true); err != nil {
-		return fmt.Errorf("set %s to tier: %w", m.parent, classify(err))
-	}
-	m.ready, m.atFloor = true, true
-	m.cfg.Log.V(1).Info("instance parent ready", "parent", m.parent, "mode", m.mode.String(), "tier", tier)
-	return nil
-}
-
 func (m *instance) CreateGeneration(n uint64, tier Tier) (string, error) {
 	child, err := layout.GenerationCgroup(n)
 	if err != nil {
@@ -247,70 +224,6 @@ func (m *instance) createChild(child string) error {
 	if err := m.d.create(rel); err != nil {
 		_ = m.d.remove(rel)
 		return fmt.Errorf("create %s: %w", rel, classify(err))
-	}
-	return nil
-}
-
-func (m *instance) RaiseParent(overlap Tier) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if err := m.limitable(overlap); err != nil {
-		return err
-	}
-	if err := m.d.set(m.parent, overlap, true); err != nil {
-		return fmt.Errorf("raise %s: %w", m.parent, classify(err))
-	}
-	m.raised, m.atFloor = &overlap, false
-	m.cfg.Log.Info("instance parent raised for overlap", "parent", m.parent, "overlap", overlap)
-	return nil
-}
-
-func (m *instance) RestoreParent(floor Tier) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.atFloor && m.floor == floor && m.d.exists(m.parent) {
-		return nil // already there: a settled Instance asks on every reconcile
-	}
-	if err := m.limitable(floor); err != nil {
-		return err
-	}
-	names, err := m.d.children(m.parent)
-	if err != nil {
-		return fmt.Errorf("list %s: %w", m.parent, classify(err))
-	}
-	var busy []string
-	for _, c := range names {
-		if _, ok := layout.ParseGenerationCgroup(c); !ok {
-			continue
-		}
-		pop, err := m.d.populated(m.rel(c))
-		if err != nil {
-			return fmt.Errorf("read %s: %w", c, classify(err))
-		}
-		if pop {
-			busy = append(busy, c)
-		}
-	}
-	if len(busy) > 1 {
-		return &PopulatedError{Children: busy}
-	}
-	if err := m.d.set(m.parent, floor, true); err != nil {
-		return fmt.Errorf("restore %s: %w", m.parent, classify(err))
-	}
-	m.floor, m.raised, m.atFloor = floor, nil, true
-	m.cfg.Log.Info("instance parent restored to tier", "parent", m.parent, "tier", m.floor)
-	return nil
-}
-
-// limitable refuses a limit the parent cannot hold: no parent, or a
-// controller the tier needs is not there. A caller must never believe a
-// raise happened that did not.
-func (m *instance) limitable(t Tier) error {
-	if !m.d.exists(m.parent) {
-		return fmt.Errorf("%w: %s: %w", ErrNoDelegation, m.parent, ErrParentAbsent)
-	}
-	if miss := t.missing(m.d.controllers(m.parent)); len(miss) > 0 {
-		return fmt.Errorf("%w: controllers %v are not available to %s", ErrNoDelegation, miss, m.parent)
 	}
 	return nil
 }

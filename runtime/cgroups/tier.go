@@ -100,3 +100,26 @@ type Limits struct {
 	CPUPeriod      int64
 	CPUWeight      int64 // v2 cpu.weight, or v1 cpu.shares
 }
+
+// tierOf is the tier a cgroup's limits hold: "no limit" (or no such
+// controller) is a zero field, the CPU quota is read back as millicores.
+func tierOf(l Limits) Tier {
+	positive := func(v int64) int64 { return max(v, 0) }
+	t := Tier{MemoryBytes: positive(l.MemoryBytes), Pids: positive(l.Pids)}
+	if l.CPUQuotaMicros > 0 && l.CPUPeriod > 0 {
+		t.CPUMillis = l.CPUQuotaMicros * 1000 / l.CPUPeriod
+	}
+	return t
+}
+
+// higher is the looser of a and b, field by field: a zero field ("no
+// limit") is looser than any value.
+func higher(a, b Tier) Tier {
+	pick := func(x, y int64) int64 {
+		if x == 0 || y == 0 {
+			return 0
+		}
+		return max(x, y)
+	}
+	return Tier{MemoryBytes: pick(a.MemoryBytes, b.MemoryBytes), CPUMillis: pick(a.CPUMillis, b.CPUMillis), Pids: pick(a.Pids, b.Pids)}
+}

@@ -54,3 +54,41 @@ func TestTierMissing(t *testing.T) {
 		t.Fatalf("missing (-want,+got):\n%s", diff)
 	}
 }
+
+// What a restarted agent's manager keeps of a parent while a generation
+// runs: the looser of its tier and what the parent's files hold.
+func TestKeptTier(t *testing.T) {
+	tier := Tier{MemoryBytes: 64 << 20, CPUMillis: 500, Pids: 32}
+	tests := map[string]struct {
+		held Limits
+		want Tier
+	}{
+		"a raise is kept": {
+			held: Limits{MemoryBytes: 128 << 20, Pids: 64, CPUQuotaMicros: 100000, CPUPeriod: 100000, CPUWeight: 1024},
+			want: Tier{MemoryBytes: 128 << 20, CPUMillis: 1000, Pids: 64},
+		},
+		"no limit held is kept": {
+			held: Limits{MemoryBytes: Unlimited, Pids: Unlimited, CPUQuotaMicros: Unlimited, CPUPeriod: 100000},
+			want: Tier{},
+		},
+		"a tier above what is held is written": {
+			held: Limits{MemoryBytes: 32 << 20, Pids: 16, CPUQuotaMicros: 25000, CPUPeriod: 100000},
+			want: tier,
+		},
+		"field by field": {
+			held: Limits{MemoryBytes: 128 << 20, Pids: 16, CPUQuotaMicros: Unlimited, CPUPeriod: 100000},
+			want: Tier{MemoryBytes: 128 << 20, Pids: 32},
+		},
+		"absent controllers hold no limit": {
+			held: Limits{MemoryBytes: Absent, Pids: Absent, CPUQuotaMicros: Absent, CPUPeriod: Absent},
+			want: Tier{},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, higher(tier, tierOf(tc.held))); diff != "" {
+				t.Errorf("(-want,+got):\n%s", diff)
+			}
+		})
+	}
+}

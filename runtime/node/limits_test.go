@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"testing"
@@ -56,6 +57,39 @@ func TestParentLimits(t *testing.T) {
 	}
 	if diff := cmp.Diff(r.Parent.MemoryBytes, read()); diff != "" {
 		t.Errorf("after restore (-want,+got):\n%s", diff)
+	}
+}
+
+// TestRunKeepsParentLimits: a run (kubectl unitlet run) beside the
+// serving generation joins the Instance's parent under its tier: the
+// parent's memory, pids and cpu limits are the tier before and after.
+func TestRunKeepsParentLimits(t *testing.T) {
+	e := newEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r := e.appRequest("runtier", 1)
+	r.Parent.CPUMillis = 500
+	e.retireAtEnd(t, r.Ref)
+	if got := e.node.Start(ctx, r); got.Start.Kind != outcome.Running {
+		t.Fatalf("start: %v (%v)", got.Start.Kind, got.Start.Cause)
+	}
+	li, _ := e.lay.Instance(r.Namespace, r.Name)
+	m, err := e.direct.Manager(li)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := cgroups.Limits{MemoryBytes: r.Parent.MemoryBytes, Pids: r.Parent.Pids, CPUQuotaMicros: 50000, CPUPeriod: 100000, CPUWeight: 512}
+	res := e.node.Run(ctx, RunRequest{InstanceRef: r.InstanceRef, Name: "once", Generation: 1, Argv: []string{"/bin/true"},
+		Stdout: io.Discard, Stderr: io.Discard, Grace: time.Second})
+	if res.Exit == nil || res.Exit.Code != 0 || !res.Kill.Proven {
+		t.Fatalf("run: start %v (%v), exit %+v, kill %v", res.Start.Kind, res.Start.Cause, res.Exit, res.Kill.Err())
+	}
+	got, err := m.Limits("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("parent after the run (-want,+got):\n%s", diff)
 	}
 }
 

@@ -18,7 +18,9 @@ type Spec struct {
 	// instance parent's limit (seed, sidecar).
 	Tier cgroups.Tier
 	// Parent is the instance parent's limit (the slice), set before the
-	// unit starts.
+	// unit starts. A run (role cmd) has none: it runs inside the parent
+	// as it is, under the Instance's tier, and is refused when there is
+	// no parent; its zero Parent would otherwise lift every limit.
 	Parent cgroups.Tier
 	// Grace is how long a stop waits after SIGTERM before it kills.
 	Grace time.Duration
@@ -105,8 +107,10 @@ type Backend interface {
 
 	// RaiseParent lifts the instance parent's limit to overlap while two
 	// generations run; RestoreParent lowers it back to floor, the serving
-	// generation's tier. The direct backend refuses the restore
-	// (*cgroups.PopulatedError) while two generations hold processes.
+	// generation's tier. Both backends refuse the restore
+	// (*cgroups.PopulatedError) while two generations hold processes, and
+	// keep a raise across an agent restart (it lives in the parent's own
+	// limits, which a start never lowers while a generation runs).
 	RaiseParent(ctx context.Context, inst layout.Instance, overlap cgroups.Tier) error
 	RestoreParent(ctx context.Context, inst layout.Instance, floor cgroups.Tier) error
 	// RemoveParent removes the instance parent and its cgroup; call it

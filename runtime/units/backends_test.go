@@ -23,6 +23,8 @@ type testBackend struct {
 	proofs     func(b Backend) *proofs
 	// cgroupDirs are the host directories of a unit's cgroup.
 	cgroupDirs func(cg string) []string
+	// hostDir is cg in one hierarchy of the host ("memory", "pids", "cpu").
+	hostDir func(hierarchy, cg string) string
 	// writer is the exit record's By.
 	writer string
 }
@@ -44,6 +46,7 @@ func backends(t *testing.T) []testBackend {
 			cgroupDirs: func(cg string) []string {
 				return []string{sd.sys.HostCgroup("memory", cg), sd.sys.HostCgroup("systemd", cg)}
 			},
+			hostDir: sd.sys.HostCgroup,
 		},
 		{
 			name: "direct", lay: d.lay, writer: "shim",
@@ -54,6 +57,7 @@ func backends(t *testing.T) []testBackend {
 			cgroupDirs: func(cg string) []string {
 				return []string{hostCgroup("memory", cg), hostCgroup("systemd", cg), hostCgroup("pids", cg)}
 			},
+			hostDir: hostCgroup,
 		},
 	}
 }

@@ -220,8 +220,8 @@ func (c claimed) undo() {
 	_ = c.m.RemoveChild(c.child)
 }
 
-// claim makes the instance parent (with spec's floor) and the slot's fresh
-// child, clears the last run's records, and records the start in flight.
+// claim makes the instance parent (with spec's floor; a run's only joins
+// it) and the slot's fresh child, clears the last run's records, and records the start in flight.
 // On error nothing of it is left.
 func (b *Direct) claim(spec Spec) (claimed, error) {
 	p := spec.Proc
@@ -234,8 +234,12 @@ func (b *Direct) claim(spec Spec) (claimed, error) {
 	if err != nil {
 		return claimed{}, err
 	}
-	if err := m.EnsureParent(spec.Parent); err != nil {
-		return claimed{}, fmt.Errorf("units: %s: %w", unit, err)
+	// A run joins the parent as it is (see Spec.Parent): where there is
+	// none, its child is refused.
+	if p.Role() != layout.RoleCmd {
+		if err := m.EnsureParent(spec.Parent); err != nil {
+			return claimed{}, fmt.Errorf("units: %s: %w", unit, err)
+		}
 	}
 	create := func() error {
 		if p.Generation() != 0 {

@@ -49,6 +49,8 @@ func standInExec(args []string) {
 	file := fs.String("launch", "", "launch file")
 	_ = fs.String("log-socket", "", "log socket")
 	_ = fs.String("log-fifo", "", "log fifo")
+	_ = fs.String("err-socket", "", "a run's stderr socket")
+	_ = fs.String("in-socket", "", "a run's stdin socket")
 	if err := fs.Parse(args); err != nil {
 		os.Exit(standInRefused)
 	}

@@ -120,7 +120,7 @@ func (b *Systemd) Start(ctx context.Context, spec Spec) outcome.Start {
 	if err != nil {
 		return fail(outcome.NotStarted, err)
 	}
-	if err := b.ensureSlice(ctx, c, spec.Proc.Instance(), spec.Parent); err != nil {
+	if err := b.parentFor(ctx, c, spec); err != nil {
 		return fail(outcome.NotStarted, err)
 	}
 	// A failed unit stays loaded under its name until it is reset, and a
@@ -195,6 +195,24 @@ func refusedByManager(err error) bool {
 // before exec (its EXIT_* codes 200-243: EXEC, USER, NAMESPACE, CGROUP...).
 func execFailed(st Status) bool {
 	return st.Exit != nil && st.Exit.Result == "exit-code" && st.Exit.Code >= 200 && st.Exit.Code <= 243
+}
+
+// parentFor makes spec's instance slice ready: started with the parent
+// limit, or, for a run, already active (a run never sets the slice: see
+// Spec.Parent).
+func (b *Systemd) parentFor(ctx context.Context, c *sddbus.Conn, spec Spec) error {
+	inst := spec.Proc.Instance()
+	if spec.Proc.Role() != layout.RoleCmd {
+		return b.ensureSlice(ctx, c, inst, spec.Parent)
+	}
+	st, err := b.observeSlice(ctx, c, inst.SliceName())
+	if err != nil {
+		return fmt.Errorf("units: read slice %s: %w", inst.SliceName(), err)
+	}
+	if !st.active {
+		return fmt.Errorf("units: run %s: the instance's slice %s is not active", spec.Proc.UnitName(), inst.SliceName())
+	}
+	return nil
 }
 
 // ensureSlice starts the instance's slice with the parent limit. A slice

@@ -2,6 +2,8 @@ package units
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"time"
 
 	"github.com/unitlet/unitlet/runtime/cgroups"
@@ -18,7 +20,10 @@ func (b *Systemd) RaiseParent(ctx context.Context, inst layout.Instance, overlap
 }
 
 // RestoreParent sets the slice back to floor, unless this backend last
-// set it there itself (a settled Instance asks on every reconcile).
+// set it there itself (a settled Instance asks on every reconcile). It is
+// refused (*cgroups.PopulatedError) while two generations run: the raise
+// lives in the slice's properties, and a restarted agent, which knows
+// nothing of it, must not lower it under both.
 func (b *Systemd) RestoreParent(ctx context.Context, inst layout.Instance, floor cgroups.Tier) error {
 	b.mu.Lock()
 	last, known := b.limits[inst.SliceName()]
@@ -26,7 +31,31 @@ func (b *Systemd) RestoreParent(ctx context.Context, inst layout.Instance, floor
 	if known && last == floor {
 		return nil
 	}
+	busy, err := b.runningGenerations(ctx, inst)
+	if err != nil {
+		return fmt.Errorf("units: restore %s: %w", inst.SliceName(), err)
+	}
+	if len(busy) > 1 {
+		return &cgroups.PopulatedError{Children: busy}
+	}
 	return b.setParentLimit(ctx, inst, floor)
+}
+
+// runningGenerations names inst's generation units that are not gone
+// (one not gone still holds its cgroup: see Populated).
+func (b *Systemd) runningGenerations(ctx context.Context, inst layout.Instance) ([]string, error) {
+	sts, err := b.ListInstance(ctx, inst)
+	if err != nil {
+		return nil, err
+	}
+	var busy []string
+	for _, st := range sts {
+		if st.Proc != nil && st.Proc.Generation() != 0 && !st.Gone() {
+			busy = append(busy, st.Unit)
+		}
+	}
+	slices.Sort(busy)
+	return busy, nil
 }
 
 // Populated goes by the manager's word: a unit not gone still holds its
