@@ -202,7 +202,9 @@ const unitNameMax = 255
 // SliceName is the instance's slice, unitlet-<ns>-<name>.slice with each
 // part escaped as systemd does (a "-" inside ns or name becomes \x2d, since
 // a bare "-" in a slice name means nesting). When the escaped name would
-// exceed systemd's length limit the instance part becomes its ShortID.
+// exceed systemd's length limit the instance part becomes "_" and its
+// ShortID: an escaped namespace never starts with '_', so the shortened
+// slice is no natural one, nor a parent systemd nests one in.
 func (i Instance) SliceName() string { return i.unitStem() + ".slice" }
 
 func (i Instance) unitStem() string {
@@ -210,16 +212,15 @@ func (i Instance) unitStem() string {
 	// units of an instance consistent.
 	stem := UnitPrefix + "-" + unit.UnitNameEscape(i.namespace) + "-" + unit.UnitNameEscape(i.name)
 	if len(stem)+longestUnitSuffix > unitNameMax {
-		stem = UnitPrefix + "-" + i.ShortID()
+		stem = UnitPrefix + "-_" + i.ShortID()
 	}
 	return stem
 }
 
 // HasUnit tells whether the service called name is one of the
 // instance's: it starts with the stem all of them share. Every "-" inside
-// a part is escaped, so no other instance's units share that prefix; only
-// a namespace spelled like a ShortID could, and a caller that can parse
-// the name checks the instance too.
+// a part is escaped, so no other instance's units share that prefix, and
+// a shortened stem ("_" and a ShortID) is no natural one.
 func (i Instance) HasUnit(name string) bool {
 	rest, ok := strings.CutPrefix(name, i.unitStem()+"-")
 	return ok && strings.HasSuffix(rest, ".service")
