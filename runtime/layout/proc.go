@@ -3,6 +3,7 @@ package layout
 import (
 	"errors"
 	"fmt"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -260,4 +261,30 @@ func (p Proc) Cgroup() (string, error) {
 		return RunCgroup(p.name)
 	}
 	return RoleCgroup(p.role)
+}
+
+// Placements are the cgroups the process may run in, relative to a
+// hierarchy's root: the direct backend's <cgroup root>/<instance
+// parent>/<child>, and systemd's unit cgroup beneath the slices its
+// slice nests in. The activation hand-off gives a unit's socket only to
+// a caller in one of them.
+func (p Proc) Placements() ([]string, error) {
+	child, err := p.Cgroup()
+	if err != nil {
+		return nil, err
+	}
+	return []string{path.Join(p.inst.Cgroup(), child), path.Join(sliceCgroup(p.inst.SliceName()), p.UnitName())}, nil
+}
+
+// sliceCgroup is where systemd puts slice: each '-' in its name is a
+// level (unitlet-a-b.slice is unitlet.slice/unitlet-a.slice/unitlet-a-b.slice).
+func sliceCgroup(slice string) string {
+	stem := strings.TrimSuffix(slice, ".slice")
+	var levels []string
+	for i := 0; i <= len(stem); i++ {
+		if i == len(stem) || stem[i] == '-' {
+			levels = append(levels, stem[:i]+".slice")
+		}
+	}
+	return path.Join(levels...)
 }

@@ -280,3 +280,19 @@ func TestHasUnit(t *testing.T) {
 		})
 	}
 }
+
+func TestPlacements(t *testing.T) {
+	inst, err := Layout{StateRoot: "/s", RunRoot: "/r", CgroupRoot: "unitlet"}.Instance("a-b", "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, _ := inst.Generation(3)
+	got, err := g.Placements()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"unitlet/unitlet-a-b_c/g3", `unitlet.slice/unitlet-a\x2db.slice/unitlet-a\x2db-c.slice/unitlet-a\x2db-c-g3.service`}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("(-want,+got):\n%s", d)
+	}
+}
