@@ -16,7 +16,7 @@ import (
 // once; the descriptor it gets accepts what clients send to the path.
 func TestHandOffOnce(t *testing.T) {
 	dir := t.TempDir()
-	l, err := Bind(filepath.Join(dir, "app.sock"), -1)
+	l, err := Bind(dir, filepath.Join(dir, "app.sock"), -1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +29,7 @@ func TestHandOffOnce(t *testing.T) {
 	if fi, err := os.Stat(filepath.Join(dir, "activation.sock")); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("hand-off socket mode: %v %v, want 0600", fi.Mode(), err)
 	}
-	if err := s.Offer("ns/app/1", l); err != nil {
+	if err := s.Offer("ns/app/1", l, []string{ownCgroup(t)}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Fetch(filepath.Join(dir, "activation.sock"), "ns/app/2"); err == nil {
@@ -64,7 +64,7 @@ func TestHandOffOnce(t *testing.T) {
 // TestLinkSharesTheListener: a second name reaches the same socket.
 func TestLinkSharesTheListener(t *testing.T) {
 	dir := t.TempDir()
-	l, err := Bind(filepath.Join(dir, "g1.sock"), os.Getgid())
+	l, err := Bind(dir, filepath.Join(dir, "g1.sock"), os.Getgid())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestLinkSharesTheListener(t *testing.T) {
 // one still queued is seen again once re-armed.
 func TestWatcherSeesConnections(t *testing.T) {
 	dir := t.TempDir()
-	l, err := Bind(filepath.Join(dir, "app.sock"), -1)
+	l, err := Bind(dir, filepath.Join(dir, "app.sock"), -1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/unitlet/unitlet/runtime/instancefs"
 )
 
 // Backlog is a held socket's accept queue: connections wait there while
@@ -15,46 +18,44 @@ const Backlog = 4096
 
 // Bind binds a listening unix stream socket at path, replacing a stale
 // file there, and returns it (close-on-exec). gid ≥ 0 gives the file to
-// that group with mode 0660, so a front end in it can connect.
-func Bind(path string, gid int) (*os.File, error) {
-	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return nil, fmt.Errorf("activation: socket: %w", err)
-	}
-	f := os.NewFile(uintptr(fd), path)
-	fail := func(op string, err error) (*os.File, error) {
-		f.Close()
-		return nil, fmt.Errorf("activation: %s %s: %w", op, path, err)
-	}
-	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fail("remove stale", err)
-	}
-	if err := unix.Bind(fd, &unix.SockaddrUnix{Name: path}); err != nil {
-		return fail("bind", err)
-	}
+// that group with mode 0660, so a front end in it can connect; else it
+// is root's alone (0600). path's dir is the app's to write: the socket
+// is bound, chowned and chmoded in stage (root's alone, on the same file
+// system) and only then renamed there (instancefs.BindStaged), so
+// nothing the app swaps in at path is ever chowned or chmoded.
+func Bind(stage, path string, gid int) (*os.File, error) {
+	mode := os.FileMode(0o600)
 	if gid >= 0 {
-		if err := unix.Fchownat(unix.AT_FDCWD, path, 0, gid, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-			return fail("chown", err)
-		}
-		if err := unix.Fchmodat(unix.AT_FDCWD, path, 0o660, 0); err != nil {
-			return fail("chmod", err)
-		}
+		mode = 0o660
 	}
-	if err := unix.Listen(fd, Backlog); err != nil {
-		return fail("listen", err)
+	f, err := instancefs.BindStaged(stage, filepath.Dir(path), filepath.Base(path), -1, gid, mode, Backlog)
+	if err != nil {
+		return nil, fmt.Errorf("activation: %w", err)
 	}
 	return f, nil
 }
 
 // Link gives the socket file at from a second name, to: the same
 // listener, reached by either path (a successor inherits its
-// predecessor's socket under its own generation's name).
+// predecessor's socket under its own generation's name). Both dirs are
+// the app's to write: each is opened with no symlink anywhere, and
+// neither name is followed (unlinkat, linkat without AT_SYMLINK_FOLLOW).
 func Link(from, to string) error {
-	if err := os.Remove(to); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	fd, err := instancefs.OpenDir(filepath.Dir(from))
+	if err != nil {
+		return fmt.Errorf("activation: %w", err)
+	}
+	defer fd.Close()
+	td, err := instancefs.OpenDir(filepath.Dir(to))
+	if err != nil {
+		return fmt.Errorf("activation: %w", err)
+	}
+	defer td.Close()
+	if err := instancefs.RemoveBeneath(td, filepath.Base(to)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("activation: remove stale %s: %w", to, err)
 	}
-	if err := os.Link(from, to); err != nil {
-		return fmt.Errorf("activation: %w", err)
+	if err := unix.Linkat(int(fd.Fd()), filepath.Base(from), int(td.Fd()), filepath.Base(to), 0); err != nil {
+		return fmt.Errorf("activation: link %s to %s: %w", from, to, err)
 	}
 	return nil
 }

@@ -6,57 +6,73 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
 	"golang.org/x/sys/unix"
+
+	"github.com/unitlet/unitlet/runtime/instancefs"
 )
 
-// Server hands each pending generation its listening socket, once, to a
-// root caller that names it.
+// Server hands each pending generation its listening socket, once, to the
+// trampoline of the unit it was offered for: a root caller whose cgroup
+// is one that unit is placed in (see peer.go).
 type Server struct {
 	l   *net.UnixListener
 	log logr.Logger
 
 	mu      sync.Mutex
-	pending map[string]*os.File
+	pending map[string]offer
+}
+
+// offer is a socket waiting for its unit's trampoline: cgroups are where
+// the unit's processes may be placed (layout.Proc.Placements).
+type offer struct {
+	f       *os.File
+	cgroups []string
 }
 
 // maxKey bounds a request line.
 const maxKey = 1024
 
 // Serve binds the hand-off socket at path (0600, root's) and serves it
-// until Close.
+// until Close. path's dir must be root's alone (the run root): the mode
+// is set there after the bind, so no process-wide umask is changed
+// while other goroutines create files.
 func Serve(path string, log logr.Logger) (*Server, error) {
-	if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
-		return nil, fmt.Errorf("activation: remove stale %s: %w", path, err)
-	}
-	old := unix.Umask(0o177)
-	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
-	unix.Umask(old)
+	f, err := instancefs.BindStaged(filepath.Dir(path), filepath.Dir(path), filepath.Base(path), -1, -1, 0o600, Backlog)
 	if err != nil {
 		return nil, fmt.Errorf("activation: %w", err)
 	}
-	s := &Server{l: l, log: log, pending: map[string]*os.File{}}
+	fl, err := net.FileListener(f)
+	f.Close()
+	if err != nil {
+		return nil, fmt.Errorf("activation: %w", err)
+	}
+	s := &Server{l: fl.(*net.UnixListener), log: log, pending: map[string]offer{}}
 	go s.loop()
 	return s, nil
 }
 
-// Offer makes f (a dup of it) the socket handed to the caller naming key,
-// replacing an earlier offer.
-func (s *Server) Offer(key string, f *os.File) error {
+// Offer makes f (a dup of it) the socket handed to the caller naming key
+// from one of cgroups, replacing an earlier offer.
+func (s *Server) Offer(key string, f *os.File, cgroups []string) error {
+	if len(cgroups) == 0 {
+		return fmt.Errorf("activation: offer %s: no cgroup its caller may be in", key)
+	}
 	fd, err := unix.FcntlInt(f.Fd(), unix.F_DUPFD_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Errorf("activation: dup: %w", err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if old := s.pending[key]; old != nil {
-		old.Close()
+	if old := s.pending[key]; old.f != nil {
+		old.f.Close()
 	}
-	s.pending[key] = os.NewFile(uintptr(fd), key)
+	s.pending[key] = offer{f: os.NewFile(uintptr(fd), key), cgroups: append([]string(nil), cgroups...)}
 	return nil
 }
 
@@ -64,8 +80,8 @@ func (s *Server) Offer(key string, f *os.File) error {
 func (s *Server) Withdraw(key string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if f := s.pending[key]; f != nil {
-		f.Close()
+	if o := s.pending[key]; o.f != nil {
+		o.f.Close()
 		delete(s.pending, key)
 	}
 }
@@ -75,8 +91,8 @@ func (s *Server) Close() error {
 	err := s.l.Close()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for k, f := range s.pending {
-		f.Close()
+	for k, o := range s.pending {
+		o.f.Close()
 		delete(s.pending, k)
 	}
 	return err
@@ -96,8 +112,10 @@ func (s *Server) loop() {
 }
 
 // serve answers one request: "KEY\n" in, the socket (SCM_RIGHTS) with
-// "ok\n" or an error line out. Only uid 0 is served: the trampoline
-// asks before it drops to the app's user.
+// "ok\n" or an error line out. Only uid 0 is served (the trampoline asks
+// before it drops to the app's user), and only from a cgroup KEY's unit
+// is placed in: another unit's trampoline, root too, gets nothing. A
+// refused caller leaves the offer in place for the right one.
 func (s *Server) serve(c *net.UnixConn) {
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
@@ -110,25 +128,33 @@ func (s *Server) serve(c *net.UnixConn) {
 			s.log.Info("activation hand-off reply", "err", err.Error())
 		}
 	}
-	if uid, err := peerUID(c); err != nil || uid != 0 {
-		reply(fmt.Sprintf("refused: caller uid %d is not root (%v)", uid, err), nil)
-		return
-	}
 	line, err := bufio.NewReader(&limitedConn{c}).ReadString('\n')
 	if err != nil {
 		return
 	}
 	key := strings.TrimSuffix(line, "\n")
 	s.mu.Lock()
-	f := s.pending[key]
-	delete(s.pending, key)
+	o := s.pending[key]
 	s.mu.Unlock()
-	if f == nil {
+	if o.f == nil {
 		reply("no socket offered for "+key, nil)
 		return
 	}
-	defer f.Close()
-	reply("ok", f)
+	if err := checkPeer(c, o.cgroups); err != nil {
+		s.log.Info("activation hand-off refused", "key", key, "err", err.Error())
+		reply("refused: "+err.Error(), nil)
+		return
+	}
+	s.mu.Lock()
+	if s.pending[key].f != o.f {
+		s.mu.Unlock()
+		reply("no socket offered for "+key, nil) // taken or replaced meanwhile
+		return
+	}
+	delete(s.pending, key)
+	s.mu.Unlock()
+	defer o.f.Close()
+	reply("ok", o.f)
 }
 
 // limitedConn bounds what a caller may send.
@@ -139,24 +165,6 @@ func (r *limitedConn) Read(p []byte) (int, error) {
 		p = p[:maxKey]
 	}
 	return r.c.Read(p)
-}
-
-func peerUID(c *net.UnixConn) (int, error) {
-	raw, err := c.SyscallConn()
-	if err != nil {
-		return -1, err
-	}
-	var cred *unix.Ucred
-	var cerr error
-	if err := raw.Control(func(fd uintptr) {
-		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
-	}); err != nil {
-		return -1, err
-	}
-	if cerr != nil {
-		return -1, cerr
-	}
-	return int(cred.Uid), nil
 }
 
 // Fetch asks the hand-off socket at path for key's socket and returns its

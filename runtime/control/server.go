@@ -11,7 +11,7 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -125,23 +125,29 @@ func reply(w http.ResponseWriter, code int, v any) {
 // Server is a control server bound to its socket.
 type Server struct {
 	ln   net.Listener
+	path string
 	srv  *http.Server
 	done chan struct{}
 }
 
-// Listen binds path, sets its mode to 0660 (owner and socket group), and
-// serves Handler(cfg) until Close.
-func Listen(path string, cfg Config) (*Server, error) {
-	ln, err := net.Listen("unix", path)
+// Listen binds path with owner uid:gid and mode 0660 (owner and socket
+// group), and serves Handler(cfg) until Close. path's dir is the app's to
+// write: the socket is bound, chowned and chmoded in stage (root's alone,
+// on the same file system) and only then renamed to path
+// (instancefs.BindStaged), so no file the app swaps in is ever touched.
+func Listen(stage, path string, uid, gid int, cfg Config) (*Server, error) {
+	f, err := instancefs.BindStaged(stage, filepath.Dir(path), filepath.Base(path), uid, gid, 0o660, 128)
 	if err != nil {
 		return nil, err
 	}
-	if err := os.Chmod(path, 0o660); err != nil {
-		ln.Close()
+	ln, err := net.FileListener(f)
+	f.Close()
+	if err != nil {
 		return nil, err
 	}
 	s := &Server{
 		ln:   ln,
+		path: path,
 		srv:  &http.Server{Handler: Handler(cfg), ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second},
 		done: make(chan struct{}),
 	}
@@ -153,11 +159,16 @@ func Listen(path string, cfg Config) (*Server, error) {
 }
 
 // Path is the socket's path.
-func (s *Server) Path() string { return s.ln.Addr().String() }
+func (s *Server) Path() string { return s.path }
 
-// Close stops serving, drops open connections and removes the socket.
+// Close stops serving, drops open connections and removes the socket's
+// name (never following it: the app may have swapped it).
 func (s *Server) Close() error {
 	err := s.srv.Close()
 	<-s.done
+	if d, derr := instancefs.OpenDir(filepath.Dir(s.path)); derr == nil {
+		_ = instancefs.RemoveBeneath(d, filepath.Base(s.path))
+		d.Close()
+	}
 	return err
 }

@@ -10,10 +10,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/unitlet/unitlet/runtime/instancefs"
+	"golang.org/x/sys/unix"
 )
 
 const tokenKey = "UNITLET_ADMIN_TOKEN"
@@ -36,7 +39,8 @@ func startInstance(t *testing.T, name, token string, gen uint64, fence Fence) in
 	t.Helper()
 	dataDir := t.TempDir()
 	writeToken(t, dataDir, token)
-	srv, err := Listen(filepath.Join(t.TempDir(), "app.sock.control"), Config{
+	dir := t.TempDir()
+	srv, err := Listen(dir, filepath.Join(dir, "app.sock.control"), -1, -1, Config{
 		Identity: Identity{Namespace: "ns", Name: name, Host: name + ".example.com", Generation: gen},
 		Token: func() (string, error) {
 			env, err := instancefs.ReadEnv(dataDir, "instance.env")
@@ -147,7 +151,8 @@ func TestRetiringGenerationWriteIs409(t *testing.T) {
 	writeToken(t, dataDir, "tok")
 	servers := map[uint64]*Server{}
 	for _, gen := range []uint64{1, 2} {
-		srv, err := Listen(filepath.Join(t.TempDir(), "app.sock.control"), Config{
+		dir := t.TempDir()
+		srv, err := Listen(dir, filepath.Join(dir, "app.sock.control"), -1, -1, Config{
 			Identity: Identity{Namespace: "ns", Name: "a", Generation: gen},
 			Token: func() (string, error) {
 				env, err := instancefs.ReadEnv(dataDir, "instance.env")
@@ -215,5 +220,75 @@ func TestSchedulesNotWrittenThroughSymlink(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(outside); string(b) != "keep" {
 		t.Fatalf("file outside written: %q", b)
+	}
+}
+
+// A symlink the app swaps in over the control socket's path while the
+// agent sets the socket up never makes the agent chmod or chown the
+// link's target (a file outside the dir).
+func TestListenNeverFollowsASwappedLink(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("not root: the chown to the app's user needs it")
+	}
+	stage, gen := t.TempDir(), t.TempDir()
+	target := filepath.Join(t.TempDir(), "outside")
+	if err := os.WriteFile(target, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(gen, "app.sock.control")
+	var done atomic.Bool
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_ = os.Symlink(target, path+".swap")
+		for !done.Load() { // swap each socket that shows for a link
+			if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSocket != 0 {
+				_ = os.Rename(path+".swap", path)
+				_ = os.Symlink(target, path+".swap")
+			}
+		}
+	}()
+	for range 2000 {
+		if srv, err := Listen(stage, path, 4242, 4242, Config{Token: func() (string, error) { return "", nil }}); err == nil {
+			srv.Close()
+		}
+	}
+	done.Store(true)
+	wg.Wait()
+	var st unix.Stat_t
+	if err := unix.Stat(target, &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode&0o7777 != 0o600 || st.Uid != 0 || st.Gid != 0 {
+		t.Fatalf("the link's target became mode %o owner %d:%d, want 600 and 0:0", st.Mode&0o7777, st.Uid, st.Gid)
+	}
+}
+
+// The socket gets its owner and mode, at its path.
+func TestListenSetsOwnerAndMode(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("not root: the chown to the app's user needs it")
+	}
+	stage, gen := t.TempDir(), t.TempDir()
+	path := filepath.Join(gen, "app.sock.control")
+	srv, err := Listen(stage, path, 4242, 4243, Config{Token: func() (string, error) { return "", nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st unix.Stat_t
+	if err := unix.Lstat(path, &st); err != nil {
+		t.Fatal(err)
+	}
+	got := []uint32{st.Mode & unix.S_IFMT, st.Mode & 0o7777, st.Uid, st.Gid}
+	if d := cmp.Diff([]uint32{unix.S_IFSOCK, 0o660, 4242, 4243}, got); d != "" {
+		t.Errorf("type, mode, owner (-want,+got):\n%s", d)
+	}
+	if ents, _ := os.ReadDir(stage); len(ents) != 0 {
+		t.Errorf("left in the stage: %v", ents)
+	}
+	srv.Close()
+	if _, err := os.Lstat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("after Close: %v, want the socket gone", err)
 	}
 }

@@ -14,10 +14,19 @@ const CgroupPrefix = "unitlet-"
 // relative to the cgroup root the agent was given (e.g. "unitlet").
 // It holds no processes itself, only the children below. The namespace
 // (a DNS label) and the name (a DNS subdomain) are joined by '_', which
-// neither may hold, so the name parses back unambiguously.
+// neither may hold, so the name parses back unambiguously. A name longer
+// than a path component allows becomes "_" and the ShortID: its empty
+// namespace part is no natural name's, and ParseInstanceCgroup refuses it.
 func InstanceCgroup(root, namespace, name string) string {
-	return path.Join(root, CgroupPrefix+namespace+"_"+name)
+	base := CgroupPrefix + namespace + "_" + name
+	if len(base) > nameMax {
+		base = CgroupPrefix + "_" + shortID(namespace, name)
+	}
+	return path.Join(root, base)
 }
+
+// nameMax is the longest path component (NAME_MAX).
+const nameMax = 255
 
 // ParseInstanceCgroup is the inverse of InstanceCgroup's last element, for
 // re-discovery after an agent restart.

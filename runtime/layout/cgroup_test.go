@@ -2,6 +2,7 @@ package layout
 
 import (
 	"path"
+	"strings"
 	"testing"
 )
 
@@ -25,5 +26,18 @@ func TestInstanceCgroupParsesBack(t *testing.T) {
 				t.Fatalf("ParseInstanceCgroup(%q) = %q, %q, %v", base, ns, name, ok)
 			}
 		})
+	}
+}
+
+// A parent cgroup whose natural name would pass a path component's limit
+// is shortened, and that name parses back to no instance.
+func TestLongInstanceCgroupIsShortened(t *testing.T) {
+	ns, name := strings.Repeat("n", 63), strings.Repeat("m", 63)+"."+strings.Repeat("m", 63)+"."+strings.Repeat("m", 63)+"."+strings.Repeat("m", 61)
+	base := path.Base(InstanceCgroup("unitlet", ns, name))
+	if len(base) > 255 || !strings.HasPrefix(base, CgroupPrefix+"_") {
+		t.Fatalf("cgroup %q (%d bytes)", base, len(base))
+	}
+	if ns, name, ok := ParseInstanceCgroup(base); ok {
+		t.Fatalf("ParseInstanceCgroup(%q) = %q, %q, true", base, ns, name)
 	}
 }

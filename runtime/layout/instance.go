@@ -2,7 +2,7 @@ package layout
 
 import (
 	"crypto/sha256"
-	"encoding/hex"
+	"encoding/base32"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -39,8 +39,10 @@ const SunPathMax = 107
 // the worst case keeps it the same for every slot of an instance.
 const longestSocketSuffix = len("/logs/"+sidecarLogSocketPrefix) + SidecarNameMax + len(".sock")
 
-// shortDir holds run dirs whose natural path would not fit sun_path.
-const shortDir = "h"
+// shortDir holds run dirs whose natural path would not fit sun_path. It
+// holds a '_', which no namespace (a DNS label) does, so no natural run
+// dir <run>/<ns>/<name> is ever one of them.
+const shortDir = "_h"
 
 // Instance is one Instance's place on the node. Build it with
 // Layout.Instance; the zero value is not usable.
@@ -77,13 +79,23 @@ func (l Layout) Instance(namespace, name string) (Instance, error) {
 func (i Instance) Namespace() string { return i.namespace }
 func (i Instance) Name() string      { return i.name }
 
-// ShortID is a stable 16-hex-digit id of (namespace, name), used where the
-// natural name is too long (sun_path, unit names). The NUL separator
-// cannot occur in either part, so no two instances share an input.
-func (i Instance) ShortID() string {
-	sum := sha256.Sum256([]byte(i.namespace + "\x00" + i.name))
-	return hex.EncodeToString(sum[:8])
+// ShortID is a stable id of (namespace, name), used where the natural
+// name is too long (sun_path, unit names, cgroup names): 128 bits of a
+// SHA-256, in 26 lower-case base32 digits. The NUL separator cannot occur
+// in either part, so no two instances share an input, and 128 bits leave
+// a crafted collision out of reach (64 did not: 2^32 tries find one).
+// Every shortened form also sits where no natural name can (see
+// shortDir, unitStem, InstanceCgroup).
+func (i Instance) ShortID() string { return shortID(i.namespace, i.name) }
+
+func shortID(namespace, name string) string {
+	sum := sha256.Sum256([]byte(namespace + "\x00" + name))
+	return shortIDEncoding.EncodeToString(sum[:16])
 }
+
+// shortIDEncoding spells an id with [a-z2-7] only: valid in a path, a
+// unit name and a cgroup name alike.
+var shortIDEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
 
 // DataDir is <state>/instances/<ns>/<name>: the app's own files, owned
 // by the Instance's user, mode 0700. The tenant writes in it, so anything
@@ -104,7 +116,7 @@ func (i Instance) PrivateDir() string {
 // IdentityDir holds the uids allocated to Instances (runtime/identity).
 func (l Layout) IdentityDir() string { return filepath.Join(l.StateRoot, "ids") }
 
-// RunDir is <run>/<ns>/<name> (or <run>/h/<ShortID> when that would not
+// RunDir is <run>/<ns>/<name> (or <run>/_h/<ShortID> when that would not
 // leave room for socket names within sun_path): sockets and exit records.
 func (i Instance) RunDir() string { return i.runDir }
 

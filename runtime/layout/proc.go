@@ -3,6 +3,7 @@ package layout
 import (
 	"errors"
 	"fmt"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -202,7 +203,9 @@ const unitNameMax = 255
 // SliceName is the instance's slice, unitlet-<ns>-<name>.slice with each
 // part escaped as systemd does (a "-" inside ns or name becomes \x2d, since
 // a bare "-" in a slice name means nesting). When the escaped name would
-// exceed systemd's length limit the instance part becomes its ShortID.
+// exceed systemd's length limit the instance part becomes "_" and its
+// ShortID: an escaped namespace never starts with '_', so the shortened
+// slice is no natural one, nor a parent systemd nests one in.
 func (i Instance) SliceName() string { return i.unitStem() + ".slice" }
 
 func (i Instance) unitStem() string {
@@ -210,16 +213,15 @@ func (i Instance) unitStem() string {
 	// units of an instance consistent.
 	stem := UnitPrefix + "-" + unit.UnitNameEscape(i.namespace) + "-" + unit.UnitNameEscape(i.name)
 	if len(stem)+longestUnitSuffix > unitNameMax {
-		stem = UnitPrefix + "-" + i.ShortID()
+		stem = UnitPrefix + "-_" + i.ShortID()
 	}
 	return stem
 }
 
 // HasUnit tells whether the service called name is one of the
 // instance's: it starts with the stem all of them share. Every "-" inside
-// a part is escaped, so no other instance's units share that prefix; only
-// a namespace spelled like a ShortID could, and a caller that can parse
-// the name checks the instance too.
+// a part is escaped, so no other instance's units share that prefix, and
+// a shortened stem ("_" and a ShortID) is no natural one.
 func (i Instance) HasUnit(name string) bool {
 	rest, ok := strings.CutPrefix(name, i.unitStem()+"-")
 	return ok && strings.HasSuffix(rest, ".service")
@@ -259,4 +261,30 @@ func (p Proc) Cgroup() (string, error) {
 		return RunCgroup(p.name)
 	}
 	return RoleCgroup(p.role)
+}
+
+// Placements are the cgroups the process may run in, relative to a
+// hierarchy's root: the direct backend's <cgroup root>/<instance
+// parent>/<child>, and systemd's unit cgroup beneath the slices its
+// slice nests in. The activation hand-off gives a unit's socket only to
+// a caller in one of them.
+func (p Proc) Placements() ([]string, error) {
+	child, err := p.Cgroup()
+	if err != nil {
+		return nil, err
+	}
+	return []string{path.Join(p.inst.Cgroup(), child), path.Join(sliceCgroup(p.inst.SliceName()), p.UnitName())}, nil
+}
+
+// sliceCgroup is where systemd puts slice: each '-' in its name is a
+// level (unitlet-a-b.slice is unitlet.slice/unitlet-a.slice/unitlet-a-b.slice).
+func sliceCgroup(slice string) string {
+	stem := strings.TrimSuffix(slice, ".slice")
+	var levels []string
+	for i := 0; i <= len(stem); i++ {
+		if i == len(stem) || stem[i] == '-' {
+			levels = append(levels, stem[:i]+".slice")
+		}
+	}
+	return path.Join(levels...)
 }

@@ -194,7 +194,7 @@ func TestLongNamesShortenUnitNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	g, _ := inst.Generation(^uint64(0))
-	if n := g.UnitName(); len(n) > 255 || !strings.HasPrefix(n, "unitlet-"+inst.ShortID()+"-g") {
+	if n := g.UnitName(); len(n) > 255 || !strings.HasPrefix(n, "unitlet-_"+inst.ShortID()+"-g") {
 		t.Errorf("unit name %q (%d bytes)", n, len(n))
 	}
 	// The longest sidecar name, all dashes inside, escapes to 4 bytes each.
@@ -202,10 +202,10 @@ func TestLongNamesShortenUnitNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := sc.UnitName(); len(n) > 255 || !strings.HasPrefix(n, "unitlet-"+inst.ShortID()+"-sidecar-") {
+	if n := sc.UnitName(); len(n) > 255 || !strings.HasPrefix(n, "unitlet-_"+inst.ShortID()+"-sidecar-") {
 		t.Errorf("unit name %q (%d bytes)", n, len(n))
 	}
-	if want := "unitlet-" + inst.ShortID() + ".slice"; inst.SliceName() != want {
+	if want := "unitlet-_" + inst.ShortID() + ".slice"; inst.SliceName() != want {
 		t.Errorf("slice %q, want %q", inst.SliceName(), want)
 	}
 }
@@ -278,5 +278,21 @@ func TestHasUnit(t *testing.T) {
 				t.Errorf("HasUnit(%q) = %v, want %v", tc.name, got, tc.want)
 			}
 		})
+	}
+}
+
+func TestPlacements(t *testing.T) {
+	inst, err := Layout{StateRoot: "/s", RunRoot: "/r", CgroupRoot: "unitlet"}.Instance("a-b", "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, _ := inst.Generation(3)
+	got, err := g.Placements()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"unitlet/unitlet-a-b_c/g3", `unitlet.slice/unitlet-a\x2db.slice/unitlet-a\x2db-c.slice/unitlet-a\x2db-c-g3.service`}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("(-want,+got):\n%s", d)
 	}
 }

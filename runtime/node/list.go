@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 
@@ -37,10 +38,21 @@ func (n *Node) ListInstance(ctx context.Context, inst InstanceRef) ([]Ref, error
 	return n.refs(sts), nil
 }
 
+// errUnmapped is logged for a running unit no slot maps back to.
+var errUnmapped = errors.New("unit not adopted")
+
 func (n *Node) refs(sts []units.Status) []Ref {
 	var out []Ref
 	for _, st := range sts {
 		if st.Proc == nil {
+			// Left running, and said loudly: an agent from before the
+			// shortened names moved (run dir _h/, unit and cgroup "_"
+			// and a 128-bit id) named a long-named Instance's units in a
+			// way no Instance maps back to.
+			if !st.Gone() {
+				n.cfg.Log.Error(errUnmapped, "a running unit maps to no Instance's slot: left running, stop it by hand", "unit", st.Unit, "cgroup", st.Cgroup)
+				continue
+			}
 			n.cfg.Log.Info("unit maps to no slot", "unit", st.Unit, "cgroup", st.Cgroup)
 			continue
 		}

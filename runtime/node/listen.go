@@ -101,7 +101,7 @@ func (n *Node) offerListener(ctx context.Context, in *instance, li layout.Instan
 		}
 		n.cfg.Log.Info("inherited socket gone, binding a new one", "from", cur.path, "to", sock)
 	}
-	f, err := activation.Bind(sock, n.cfg.SocketGID)
+	f, err := activation.Bind(li.RunDir(), sock, n.cfg.SocketGID)
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
@@ -112,7 +112,11 @@ func (n *Node) offerListener(ctx context.Context, in *instance, li layout.Instan
 }
 
 func (n *Node) offer(act *activated, p layout.Proc, f *os.File) (*launch.Listen, error) {
-	if err := act.srv.Offer(p.UnitName(), f); err != nil {
+	cgroups, err := p.Placements()
+	if err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
+	if err := act.srv.Offer(p.UnitName(), f, cgroups); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
 	return &launch.Listen{Handoff: n.cfg.Layout.HandoffSocket(), Key: p.UnitName()}, nil
@@ -246,7 +250,7 @@ func (n *Node) Listen(ctx context.Context, inst InstanceRef) error {
 	if !errors.Is(err, syscall.ECONNREFUSED) && !errors.Is(err, syscall.ENOENT) {
 		return fmt.Errorf("node: listen: %w", err)
 	}
-	f, err := activation.Bind(path, n.cfg.SocketGID)
+	f, err := activation.Bind(li.RunDir(), path, n.cfg.SocketGID)
 	if err != nil {
 		return fmt.Errorf("node: %w", err)
 	}

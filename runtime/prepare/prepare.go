@@ -359,7 +359,7 @@ func readDirNames(d *os.File) ([]string, error) {
 // socket. A failure is a warning: the app runs without control verbs, and
 // its env no longer names a socket nobody listens on.
 func bindControl(req Request, p layout.Proc, dirs openDirs, res *Result) {
-	srv, err := listenControl(req, p, dirs.gen)
+	srv, err := listenControl(req, p)
 	if err != nil {
 		res.Warnings = append(res.Warnings, fmt.Errorf("%w (running without control verbs)", err))
 		delete(res.Env, EnvControlSocket)
@@ -374,26 +374,16 @@ func bindControl(req Request, p layout.Proc, dirs openDirs, res *Result) {
 // env names died with the agent that bound it. req needs Instance, Host,
 // Fence, State, Logger, App and SocketGID.
 func ListenControl(req Request, p layout.Proc) (*control.Server, error) {
-	gen, err := req.Instance.GenDir(p.Generation())
-	if err != nil {
-		return nil, err
-	}
-	d, err := instancefs.OpenDir(gen)
-	if err != nil {
-		return nil, err
-	}
-	defer d.Close()
-	return listenControl(req, p, d)
+	return listenControl(req, p)
 }
 
-// listenControl binds the control socket in the generation dir gen, owned
-// by the app and the socket group.
-func listenControl(req Request, p layout.Proc, gen *os.File) (*control.Server, error) {
+// listenControl binds the control socket in the generation dir, owned
+// by the app and the socket group, staged in the run dir (root's).
+func listenControl(req Request, p layout.Proc) (*control.Server, error) {
 	inst := req.Instance
 	app, _ := inst.AppSocket(p.Generation())
 	path := layout.ControlSocket(app)
-	_ = removeStale(gen, filepath.Base(path)) // a bind error below says why if this did not work
-	srv, err := control.Listen(path, control.Config{
+	srv, err := control.Listen(inst.RunDir(), path, req.App.UID, req.SocketGID, control.Config{
 		Identity: control.Identity{Namespace: inst.Namespace(), Name: inst.Name(), Host: req.Host, Generation: p.Generation()},
 		Token: func() (string, error) {
 			env, err := instancefs.ReadEnv(inst.PrivateDir(), layout.EnvFileName)
@@ -406,10 +396,6 @@ func listenControl(req Request, p layout.Proc, gen *os.File) (*control.Server, e
 		Logger:        req.Logger,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("control socket %s: %w", path, err)
-	}
-	if err := unix.Fchownat(int(gen.Fd()), filepath.Base(path), req.App.UID, req.SocketGID, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-		srv.Close()
 		return nil, fmt.Errorf("control socket %s: %w", path, err)
 	}
 	return srv, nil
