@@ -2,7 +2,6 @@ package trampoline
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,17 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/unitlet/unitlet/internal/testkit/escapeprobe/report"
 	"github.com/unitlet/unitlet/runtime/launch"
 )
-
-// probeRow is one row of the escape probe's report
-// (internal/testkit/escapeprobe).
-type probeRow struct {
-	Name    string `json:"name"`
-	Tried   string `json:"tried"`
-	Got     string `json:"got"`
-	Escaped bool   `json:"escaped"`
-}
 
 // TestEscapeMatrix runs the escape probe through the trampoline as two
 // tenants beside a third that left traces (SysV memory, a /dev/shm file,
@@ -60,15 +51,16 @@ func TestEscapeMatrix(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-			rows := readReport(t, out)
-			for _, r := range rows {
-				t.Logf("%-16s %-5v %s -> %s", r.Name, r.Escaped, r.Tried, r.Got)
-				if r.Escaped {
-					t.Errorf("%s escaped: tried %s, got %s", r.Name, r.Tried, r.Got)
-				}
+			rows, err := report.Read(out, 30*time.Second)
+			if err != nil {
+				t.Fatal(err)
 			}
-			if len(rows) < 11 {
-				t.Errorf("report has %d rows, want 11", len(rows))
+			t.Logf("escape matrix, %s:\n%s", name, report.Table(rows))
+			for _, e := range report.Escapes(rows) {
+				t.Error("escaped: " + e)
+			}
+			if len(rows) != report.Rows {
+				t.Errorf("report has %d rows, want %d", len(rows), report.Rows)
 			}
 		})
 	}
@@ -118,22 +110,4 @@ func startHolder(t *testing.T, probe, marker string, uid int) func() {
 		t.Fatalf("holder: %q", line)
 	}
 	return func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }
-}
-
-func readReport(t *testing.T, path string) []probeRow {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		b, err := os.ReadFile(path)
-		if err == nil {
-			var rows []probeRow
-			if err := json.Unmarshal(b, &rows); err == nil {
-				return rows
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no report at %s: %v", path, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }

@@ -58,11 +58,14 @@ func (b *Systemd) serviceProps(spec Spec) ([]sddbus.Property, error) {
 		sddbus.PropType("exec"),
 		sddbus.PropSlice(inst.SliceName()),
 		{Name: "KillMode", Value: godbus.MakeVariant("control-group")},
-		// The sandbox (read-only system, private /tmp, no capabilities)
-		// is the trampoline's, the same on every backend; it needs
-		// CAP_SYS_ADMIN to build it, so the unit does not restrict that.
+		// The sandbox (read-only system, private /tmp, /dev and /proc, IPC
+		// namespace, system call filter, no capabilities) is the
+		// trampoline's, the same on every backend; it needs CAP_SYS_ADMIN
+		// and mounts to build it, so the unit restricts only what the
+		// trampoline never needs (docs/security.md).
 		{Name: "NoNewPrivileges", Value: godbus.MakeVariant(true)},
 	}
+	props = append(props, hardening...)
 	if spec.Grace > 0 {
 		props = append(props, sddbus.Property{Name: "TimeoutStopUSec", Value: godbus.MakeVariant(uint64(spec.Grace.Microseconds()))})
 	}
@@ -70,6 +73,20 @@ func (b *Systemd) serviceProps(spec Spec) ([]sddbus.Property, error) {
 		props = append(props, sddbus.Property{Name: "Delegate", Value: godbus.MakeVariant(true)})
 	}
 	return append(props, tierProps(spec.Tier, false)...), nil
+}
+
+// hardening are systemd's own sandbox options that leave the trampoline
+// what it needs (mounts, mknod on its private /dev, a cgroup program):
+// systemd-analyze security reads these, the trampoline's own sandbox it
+// cannot see.
+var hardening = []sddbus.Property{
+	{Name: "ProtectKernelModules", Value: godbus.MakeVariant(true)},
+	{Name: "ProtectKernelLogs", Value: godbus.MakeVariant(true)},
+	{Name: "ProtectHostname", Value: godbus.MakeVariant(true)},
+	{Name: "LockPersonality", Value: godbus.MakeVariant(true)},
+	{Name: "RestrictRealtime", Value: godbus.MakeVariant(true)},
+	{Name: "RestrictSUIDSGID", Value: godbus.MakeVariant(true)},
+	{Name: "SystemCallArchitectures", Value: godbus.MakeVariant([]string{"native"})},
 }
 
 // execCommandEx is one entry of systemd's Exec*Ex properties (a(sasas)).

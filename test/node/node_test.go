@@ -30,6 +30,7 @@ func TestNode(t *testing.T) {
 		{Name: "wake on demand: asleep, answered at the first request", Run: wakeOnDemand},
 		{Name: "replace: the old generation proven gone first", Run: replaceInOrder},
 		{Name: "identity: a uid of its own each, root only when allowed", Run: ownUIDs},
+		{Name: "escape matrix: no tenant reaches another or the node", Run: escapeMatrix},
 		{Name: "suspend and resume", Run: suspendResume},
 		{Name: "agent restart: no app restarted, logs flow", Run: agentRestart},
 		{Name: "memory limit: the app OOM-killed and reported", Run: oomKilled},

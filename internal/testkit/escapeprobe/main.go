@@ -10,6 +10,10 @@
 //	                   argv), then serves
 //	escapeprobe probe  looks for another tenant's traces and the node's
 //	                   surfaces, writes the report, then serves
+//	escapeprobe listen ADDR FILE
+//	                   stands in for the metadata service inside a test
+//	                   host: accepts on ADDR and appends a line to FILE
+//	                   for each connection
 //
 // PROBE_MARKER names the traces; PROBE_OUT is the report's path
 // (default $UNITLET_DATA_DIR/escape.json); PROBE_METADATA, when set, is
@@ -26,19 +30,20 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/unitlet/unitlet/internal/testkit/escapeprobe/report"
 )
 
 // Row is one line of the matrix.
-type Row struct {
-	Name    string `json:"name"`
-	Tried   string `json:"tried"`
-	Got     string `json:"got"`
-	Escaped bool   `json:"escaped"`
-}
+type Row = report.Row
 
 func main() {
+	if len(os.Args) == 4 && os.Args[1] == "listen" {
+		listen(os.Args[2], os.Args[3])
+		return
+	}
 	if len(os.Args) != 2 {
-		fmt.Fprintln(os.Stderr, "usage: escapeprobe hold|probe")
+		fmt.Fprintln(os.Stderr, "usage: escapeprobe hold|probe|listen ADDR FILE")
 		os.Exit(2)
 	}
 	marker := os.Getenv("PROBE_MARKER")
@@ -69,6 +74,27 @@ func main() {
 		os.Exit(2)
 	}
 	serve()
+}
+
+// listen counts the connections that reach addr in file.
+func listen(addr, file string) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "listen:", err)
+		os.Exit(1)
+	}
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			os.Exit(1)
+		}
+		f, err := os.OpenFile(file, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err == nil {
+			fmt.Fprintln(f, c.RemoteAddr())
+			f.Close()
+		}
+		c.Close()
+	}
 }
 
 // serve answers on the app socket until killed (or sleeps without one).
