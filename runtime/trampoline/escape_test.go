@@ -42,7 +42,7 @@ func TestEscapeMatrix(t *testing.T) {
 			out := filepath.Join(w, "escape.json")
 			lf := writeLaunch(t, launch.File{
 				Schema: launch.Schema, Argv: []string{probe, "probe"}, Identity: id, Writable: []string{w},
-				Env: []string{"PROBE_MARKER=" + marker, "PROBE_OUT=" + out}, UserNamespace: userns,
+				Env: []string{"PROBE_MARKER=" + marker, "PROBE_OUT=" + out, "UNITLET_DATA_DIR=" + w}, UserNamespace: userns,
 			})
 			cmd := exec.Command(os.Args[0], "--launch", lf)
 			cmd.Env = []string{asTrampoline + "=1"}

@@ -66,7 +66,7 @@ func sandbox(writable []string) error {
 			return fmt.Errorf("make %s read-only: %w", m.path, err)
 		}
 	}
-	return world()
+	return world(writable)
 }
 
 // privateTmps mounts a fresh tmpfs on each of privateTmp that exists and

@@ -65,6 +65,17 @@ func filterProgram() []unix.SockFilter {
 	for _, nr := range deniedCalls {
 		prog = append(prog, jeq(uint32(nr), 0, 1), ret(retEPERM))
 	}
+	// RestrictSUIDSGID: no mode with a set-id bit (a tenant's set-uid
+	// file would lend its uid to whoever runs it outside a sandbox).
+	for _, c := range modeArgCalls {
+		prog = append(prog,
+			jeq(uint32(c.nr), 0, 4),
+			ld(offArg0+8*c.arg),
+			unix.SockFilter{Code: unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K, K: unix.S_ISUID | unix.S_ISGID, Jt: 0, Jf: 1},
+			ret(retEPERM),
+			ret(retAllow),
+		)
+	}
 	prog = append(prog,
 		jeq(uint32(unix.SYS_CLONE3), 0, 1), ret(retENOSYS),
 		// clone: look at its flags.

@@ -21,3 +21,6 @@ var deniedCalls = append(commonDenied,
 	unix.SYS_IOPL, unix.SYS_IOPERM, unix.SYS_USELIB, unix.SYS_USTAT, unix.SYS_SYSFS,
 	unix.SYS_CREATE_MODULE, unix.SYS_GET_KERNEL_SYMS, unix.SYS_QUERY_MODULE, unix.SYS_NFSSERVCTL,
 )
+
+// modeArgCalls are checked for set-id bits.
+var modeArgCalls = append(commonModeCalls, modeCall{unix.SYS_CHMOD, 1})

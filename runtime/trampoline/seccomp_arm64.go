@@ -9,3 +9,6 @@ func archPrelude() []unix.SockFilter { return nil }
 
 // deniedCalls fail with EPERM.
 var deniedCalls = commonDenied
+
+// modeArgCalls are checked for set-id bits.
+var modeArgCalls = commonModeCalls

@@ -22,3 +22,12 @@ var commonDenied = []int{
 	unix.SYS_LOOKUP_DCOOKIE, unix.SYS_QUOTACTL, unix.SYS_NAME_TO_HANDLE_AT, unix.SYS_OPEN_BY_HANDLE_AT,
 	unix.SYS_SETHOSTNAME, unix.SYS_SETDOMAINNAME, unix.SYS_VHANGUP,
 }
+
+// modeCall is a call whose argument arg is a file mode.
+type modeCall struct {
+	nr  int
+	arg uint32
+}
+
+// commonModeCalls set a file's mode on every architecture.
+var commonModeCalls = []modeCall{{unix.SYS_FCHMOD, 1}, {unix.SYS_FCHMODAT, 2}, {unix.SYS_FCHMODAT2, 2}}

@@ -48,11 +48,18 @@ var kernelTunables = []string{
 // ProtectKernelLogs and the raw memory views).
 var kernelHidden = []string{"/proc/kmsg", "/proc/kcore", "/proc/kallsyms"}
 
+// homes are covered by an empty read-only tmpfs (systemd's
+// ProtectHome=tmpfs): the node's users' files are no tenant's business.
+var homes = []string{"/home", "/root", "/run/user"}
+
 // world gives the calling thread an IPC namespace of its own and covers
 // /dev and /proc with private instances. It runs inside the sandbox's
 // mount namespace, after every inherited mount was made read-only, so the
 // node's /dev and /proc lie read-only beneath.
-func world() error {
+func world(writable []string) error {
+	if err := hideHomes(writable); err != nil {
+		return err
+	}
 	if err := unix.Unshare(unix.CLONE_NEWIPC); err != nil {
 		return fmt.Errorf("unshare the IPC namespace: %w", err)
 	}
@@ -63,6 +70,28 @@ func world() error {
 		return fmt.Errorf("private /proc: %w", err)
 	}
 	return nil
+}
+
+// hideHomes covers each of homes that exists and holds none of writable.
+func hideHomes(writable []string) error {
+	for _, h := range homes {
+		if fi, err := os.Lstat(h); err != nil || !fi.IsDir() || holdsAny(h, writable) {
+			continue
+		}
+		if err := unix.Mount("tmpfs", h, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC|unix.MS_RDONLY, "mode=755,size=4k"); err != nil {
+			return fmt.Errorf("hide %s: %w", h, err)
+		}
+	}
+	return nil
+}
+
+func holdsAny(dir string, paths []string) bool {
+	for _, p := range paths {
+		if under(p, []string{dir}) {
+			return true
+		}
+	}
+	return false
 }
 
 // privateDev mounts a tmpfs on /dev with the harmless device nodes, the

@@ -19,7 +19,7 @@ import (
 // probe runs every row.
 func probe(marker, metadata string) []Row {
 	rows := []Row{processes(), argv(marker), sysvIPC(marker), devShm(marker), devices(),
-		tunables(), sysfs(), namespaces(), personality(), kernelLog(), modules()}
+		tunables(), sysfs(), namespaces(), personality(), kernelLog(), modules(), setID(), homes()}
 	if metadata != "" {
 		rows = append(rows, metadataRow(metadata))
 	}
@@ -217,5 +217,39 @@ func metadataRow(addr string) Row {
 	}
 	c.Close()
 	r.Got, r.Escaped = "connected", true
+	return r
+}
+
+func setID() Row {
+	r := Row{Name: "set-id file", Tried: "chmod u+s a file of its own (it would lend its uid to whoever runs it unsandboxed)"}
+	f, err := os.CreateTemp(os.Getenv("UNITLET_DATA_DIR"), "setid-")
+	if err != nil {
+		r.Got = "no file to try with: " + err.Error()
+		return r
+	}
+	f.Close()
+	defer os.Remove(f.Name())
+	if err := unix.Chmod(f.Name(), 0o4755); err != nil {
+		r.Got = errText(err)
+		return r
+	}
+	r.Got, r.Escaped = "set", true
+	return r
+}
+
+func homes() Row {
+	r := Row{Name: "homes", Tried: "list the node's users' homes (/home, /root)"}
+	var seen []string
+	for _, h := range []string{"/home", "/root"} {
+		ents, err := os.ReadDir(h)
+		if err == nil && len(ents) > 0 {
+			seen = append(seen, fmt.Sprintf("%s: %d entries", h, len(ents)))
+		}
+	}
+	if len(seen) == 0 {
+		r.Got = "nothing"
+		return r
+	}
+	r.Got, r.Escaped = strings.Join(seen, "; "), true
 	return r
 }

@@ -22,7 +22,7 @@ type Row struct {
 
 // Rows is the number of rows every report has (more with the metadata
 // row).
-const Rows = 11
+const Rows = 13
 
 // Parse reads a report.
 func Parse(b []byte) ([]Row, error) {
