@@ -22,6 +22,10 @@ import (
 // paths short enough for unix sockets) and the state roots.
 const RunParent = "/dev/shm"
 
+// ExeParent holds the copies of test binaries that apps run: not below
+// /tmp or /dev, which every app's sandbox replaces with private ones.
+const ExeParent = "/run"
+
 // staleAfter is older than any run of a test could be.
 const staleAfter = 15 * time.Minute
 
@@ -76,8 +80,8 @@ func New(t testing.TB, prefix string) layout.Layout {
 }
 
 // Exe is a copy of the running test binary that an app in the sandbox can
-// run: in a dir of its own under RunParent, open to every uid, since an
-// app sees neither the host's /tmp (where go test builds) nor, as its own
+// run: in a dir of its own under ExeParent, open to every uid, since an
+// app sees neither the host's /tmp (where go test builds) nor its /dev, nor, as its own
 // unprivileged uid, a dir only root may enter. Removed when t ends.
 func Exe(t testing.TB, prefix string) string {
 	t.Helper()
@@ -91,7 +95,7 @@ func Exe(t testing.TB, prefix string) string {
 	}
 	var rnd [4]byte
 	_, _ = rand.Read(rnd[:])
-	dir := filepath.Join(RunParent, prefix+"exe-"+hex.EncodeToString(rnd[:]))
+	dir := filepath.Join(ExeParent, prefix+"exe-"+hex.EncodeToString(rnd[:]))
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
