@@ -58,7 +58,7 @@ func (n *Node) Start(ctx context.Context, req StartRequest) StartResult {
 		return res
 	}
 
-	cred, err := n.ids.Resolve(req.Namespace, req.Name, req.User, req.AllowRoot)
+	cred, err := n.ids.Resolve(req.Namespace, req.Name, req.User, req.Grant)
 	if err != nil {
 		return notPrepared(fmt.Errorf("node: identity of %s: %w", res.Unit, err))
 	}
