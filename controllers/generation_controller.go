@@ -178,7 +178,7 @@ func (r *GenerationReconciler) start(ctx context.Context, s *genScope) (ctrl.Res
 		s.facts.prepared, s.facts.start, s.facts.now = &preparedFact{}, &st, r.Clock.Now()
 		return ctrl.Result{}, nil
 	}
-	g, err := readGrant(ctx, r.Client, inst.Namespace, gen.Spec.Template.User, r.NodeName)
+	g, err := ReadGrant(ctx, r.Client, inst.Namespace, gen.Spec.Template.User, r.NodeName)
 	if err != nil {
 		return ctrl.Result{}, err
 	}

@@ -36,7 +36,7 @@ func (s *swap) checkIdentity(ctx context.Context) (ctrl.Result, error) {
 
 func (s *swap) identityRefused(ctx context.Context) (bool, error) {
 	user, ns, nodeName := s.inst.Spec.Template.User, s.inst.Namespace, s.r.NodeName
-	g, err := readGrant(ctx, s.r.Client, ns, user, nodeName)
+	g, err := ReadGrant(ctx, s.r.Client, ns, user, nodeName)
 	if err != nil {
 		return false, err
 	}

@@ -28,7 +28,7 @@ func (s *swap) roleRef(r layout.Role) node.Ref {
 // roleRequest starts a seed or sidecar in the template's environment:
 // its env, envFrom, working dir and user, as the app gets them.
 func (s *swap) roleRequest(ctx context.Context, ref node.Ref, role v1.Role) (node.StartRequest, error) {
-	g, err := readGrant(ctx, s.r.Client, s.inst.Namespace, s.inst.Spec.Template.User, s.r.NodeName)
+	g, err := ReadGrant(ctx, s.r.Client, s.inst.Namespace, s.inst.Spec.Template.User, s.r.NodeName)
 	if err != nil {
 		return node.StartRequest{}, err
 	}

@@ -154,7 +154,7 @@ func refError(kind, namespace, name string, err error) error {
 // startRequest is what every slot of inst starts with from template t
 // (the Instance's, or the one a Generation froze): its host, env with the
 // envFrom data read through reader, working dir, identity and parent
-// limit, with g, the grant of its user (readGrant). The caller adds the
+// limit, with g, the grant of its user (ReadGrant). The caller adds the
 // command and what is its own (tier, grace).
 func startRequest(ctx context.Context, reader client.Reader, inst *v1.Instance, ref node.Ref, t *v1.Template, g identity.Grant) (node.StartRequest, error) {
 	refs, err := refEnv(ctx, reader, inst.Namespace, t)

@@ -53,9 +53,10 @@ func holdsOn(g *v1.UserGrant, node string) bool {
 	return len(g.Spec.Nodes) == 0 || slices.Contains(g.Spec.Nodes, node)
 }
 
-// readGrant is what the grants in c say of user for namespace ns on
-// node: the zero Grant (no named user) when none grants it.
-func readGrant(ctx context.Context, c client.Reader, ns, user, node string) (identity.Grant, error) {
+// ReadGrant is what the grants in c say of user for namespace ns on
+// node: the zero Grant (no named user) when none grants it. The
+// reconcilers and the agent's one-off runs read it before each start.
+func ReadGrant(ctx context.Context, c client.Reader, ns, user, node string) (identity.Grant, error) {
 	if user == "" {
 		return identity.Grant{}, nil
 	}
