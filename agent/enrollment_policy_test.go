@@ -107,9 +107,10 @@ func TestAgentWritesOnlyItsOwnNode(t *testing.T) {
 }
 
 // TestAgentCannotApproveOrEditSpecs: like NodeRestriction, an agent's
-// token cannot approve its own node or allow root on it (at creation or
-// later) nor change an Instance's spec, even with RBAC that would allow it; its finalizer and
-// status writes still go through.
+// token cannot approve its own node (at creation or later) nor change an
+// Instance's spec, even with RBAC that would allow it, nor grant a user
+// (its role reads UserGrants only); its finalizer and status writes
+// still go through.
 func TestAgentCannotApproveOrEditSpecs(t *testing.T) {
 	ctx := testCtx(t)
 	installAgentCredentials(t)
@@ -130,9 +131,11 @@ func TestAgentCannotApproveOrEditSpecs(t *testing.T) {
 		enr := &hostingv1alpha1.Enrollment{ObjectMeta: metav1.ObjectMeta{Name: node}, Spec: hostingv1alpha1.EnrollmentSpec{Approved: true}}
 		return refused(agent.Create(ctx, enr), wantApproval)
 	})
-	rooted := &hostingv1alpha1.Enrollment{ObjectMeta: metav1.ObjectMeta{Name: node}, Spec: hostingv1alpha1.EnrollmentSpec{AllowRoot: true}}
-	if err := refused(agent.Create(ctx, rooted), wantApproval); err != nil {
-		t.Errorf("the agent creating its Enrollment with root allowed: %v", err)
+	grant := &hostingv1alpha1.UserGrant{ObjectMeta: metav1.ObjectMeta{Name: "policy-root"},
+		Spec: hostingv1alpha1.UserGrantSpec{User: "root", Namespaces: []string{"default"}, Nodes: []string{node}}}
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), grant) })
+	if err := agent.Create(ctx, grant); !apierrors.IsForbidden(err) {
+		t.Errorf("the agent granting root to a namespace on its node: err = %v, want Forbidden", err)
 	}
 	enr := &hostingv1alpha1.Enrollment{ObjectMeta: metav1.ObjectMeta{Name: node}}
 	if err := agent.Create(ctx, enr); err != nil {
@@ -142,11 +145,6 @@ func TestAgentCannotApproveOrEditSpecs(t *testing.T) {
 	enr.Spec.Approved = true
 	if err := refused(agent.Patch(ctx, enr, patch), wantApproval); err != nil {
 		t.Errorf("the agent approving itself: %v", err)
-	}
-	enr.Spec.Approved = false
-	enr.Spec.AllowRoot = true
-	if err := refused(agent.Patch(ctx, enr, patch), wantApproval); err != nil {
-		t.Errorf("the agent allowing root on its node: %v", err)
 	}
 	// Approved by an administrator: the agent cannot take it back either,
 	// yet writes its status.

@@ -181,7 +181,8 @@ func (r *InstanceReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.restarts = newRestartBackoff(cmp.Or(r.SidecarBackoff.Initial, sidecarBackoffInitial), cmp.Or(r.SidecarBackoff.Max, sidecarBackoffMax), clk)
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&v1.Instance{}).
-		Owns(&v1.Generation{})
+		Owns(&v1.Generation{}).
+		Watches(&v1.UserGrant{}, handler.EnqueueRequestsFromMapFunc(r.instancesOfGrant))
 	if r.RoleEvents != nil {
 		b = b.WatchesRawSource(source.Channel(r.RoleEvents, &handler.TypedEnqueueRequestForObject[*v1.Instance]{}))
 	}

@@ -47,11 +47,17 @@ const (
 	// renewing its Lease (Ready=Unknown). Both are written by nodewatch.
 	ReasonNoAgent  = "NoAgent"
 	ReasonNodeLost = "NodeLost"
-	// ReasonRootNotAllowed: the template's user is uid 0 and the node's
-	// Enrollment does not allow root; ReasonUnknownUser: the node has no
-	// such user. Nothing of the Instance starts until that changes.
-	ReasonRootNotAllowed = "RootNotAllowed"
-	ReasonUnknownUser    = "UnknownUser"
+	// ReasonUserNotGranted: no UserGrant grants the template's user to
+	// the namespace on the node. ReasonRootNotAllowed: the granted user is
+	// uid 0 and the grant is not one of root. ReasonUserNeverGranted: the
+	// user's uid or a group is one no grant gives (gid 0, the socket
+	// group, the agent's --app-ids). ReasonUnknownUser: the node has no
+	// such user (said only once the user is granted). Nothing of the
+	// Instance starts until that changes.
+	ReasonUserNotGranted   = "UserNotGranted"
+	ReasonRootNotAllowed   = "RootNotAllowed"
+	ReasonUserNeverGranted = "UserNeverGranted"
+	ReasonUnknownUser      = "UnknownUser"
 	// ReasonReconcileFailed: a step of the reconcile failed (the message
 	// says which and why, e.g. a full disk on the node); it is retried
 	// with backoff (Reconciling=True).

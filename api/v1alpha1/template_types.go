@@ -43,8 +43,9 @@ type Template struct {
 	// +kubebuilder:validation:MaxLength=4096
 	WorkingDir string `json:"workingDir,omitempty"`
 
-	// User to run as. Never root by default: empty means the agent's
-	// unprivileged default user.
+	// User to run as: a user of the node an administrator granted to this
+	// namespace there (a UserGrant). Empty, the default, means a uid and
+	// gid of the Instance's own, never root.
 	// +optional
 	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z_][a-z0-9_-]*[$]?$')",message="user must be a valid user name (lowercase letters, digits, '_' and '-')"

@@ -58,7 +58,7 @@ func (n *Node) Start(ctx context.Context, req StartRequest) StartResult {
 		return res
 	}
 
-	cred, userns, err := n.appIdentity(req.InstanceRef, req.User, req.AllowRoot)
+	cred, userns, err := n.appIdentity(req.InstanceRef, req.User, req.Grant)
 	if err != nil {
 		return notPrepared(fmt.Errorf("node: identity of %s: %w", res.Unit, err))
 	}

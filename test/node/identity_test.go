@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
@@ -25,8 +26,9 @@ func credentials(t *testing.T, pid int64) string {
 
 // ownUIDs: shop and ledger, without a user, run as uids of their own
 // from the reserved range, own their data dirs and cannot read each
-// other's; a template naming root starts nothing until the node's
-// administrator allows root, and then runs as uid 0 without capabilities.
+// other's; a template naming root starts nothing until an administrator
+// grants root to its namespace on this node (a UserGrant), and then runs
+// as uid 0 without capabilities.
 func ownUIDs(t *testing.T) {
 	uids := map[string]string{}
 	for _, name := range []string{"shop", "ledger"} {
@@ -62,34 +64,37 @@ func ownUIDs(t *testing.T) {
 	if err := k8s.Create(context.Background(), rooty); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "rooty Stalled: RootNotAllowed", time.Minute, func() (bool, string) {
+	eventually(t, "rooty Stalled: UserNotGranted", time.Minute, func() (bool, string) {
 		i := kube.Instance(t, "rooty")
 		c := meta.FindStatusCondition(i.Status.Conditions, v1.ConditionStalled)
-		return c != nil && c.Status == "True" && c.Reason == v1.ReasonRootNotAllowed, testutil.Conditions(i.Status.Conditions)
+		return c != nil && c.Status == "True" && c.Reason == v1.ReasonUserNotGranted, testutil.Conditions(i.Status.Conditions)
 	})
 	if u := units(t); strings.Contains(strings.Join(u, " "), "rooty") {
 		t.Fatalf("a unit of rooty exists: %v", u)
 	}
-	setAllowRoot(t, true)
-	t.Cleanup(func() { setAllowRoot(t, false) })
+	grantRoot(t)
 	kube.WaitServing(t, "rooty", 1)
 	f := strings.Fields(credentials(t, kube.Generation(t, "rooty", 1).Status.MainPID))
 	if strings.Join(f, " ") != "0 0 0 0 0000000000000000 1" {
-		t.Errorf("allowed root runs as %v, want uid 0 with no capability and no new privileges", f)
+		t.Errorf("granted root runs as %v, want uid 0 with no capability and no new privileges", f)
 	}
 	kube.DeleteAndWait(t, "rooty", 3*time.Minute)
 }
 
-// setAllowRoot is the administrator's patch of the node's Enrollment.
-func setAllowRoot(t *testing.T, allowed bool) {
+// grantRoot is the administrator's UserGrant of root to the test
+// namespace on this node only, removed when the test ends.
+func grantRoot(t *testing.T) {
 	t.Helper()
-	enr := &v1.Enrollment{}
-	if err := k8s.Get(context.Background(), client.ObjectKey{Name: nodeName}, enr); err != nil {
+	g := &v1.UserGrant{
+		ObjectMeta: metav1.ObjectMeta{Name: "root-" + testutil.Namespace},
+		Spec:       v1.UserGrantSpec{User: "root", Namespaces: []string{testutil.Namespace}, Nodes: []string{nodeName}},
+	}
+	if err := k8s.Create(context.Background(), g); err != nil {
 		t.Fatal(err)
 	}
-	patch := client.MergeFrom(enr.DeepCopy())
-	enr.Spec.AllowRoot = allowed
-	if err := k8s.Patch(context.Background(), enr, patch); err != nil {
-		t.Fatal(err)
-	}
+	t.Cleanup(func() {
+		if err := k8s.Delete(context.Background(), g); client.IgnoreNotFound(err) != nil {
+			t.Error(err)
+		}
+	})
 }
