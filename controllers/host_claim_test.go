@@ -139,9 +139,11 @@ func hostInUse(inst *v1.Instance, holder racer) (bool, string) {
 func TestSecondInstanceWithAHostWaits(t *testing.T) {
 	ensureNamespace(t, otherNamespace)
 	first, second := racer{ns: "default", name: "host-first"}, racer{ns: otherNamespace, name: "host-second"}
-	create(t, instance(first.name))
+	// A host that does not spell the holder's name, which the message must not.
+	const host = "shared-once.example.com"
+	create(t, instance(first.name, func(i *v1.Instance) { i.Spec.Host = host }))
 	waitInstance(t, first.name, v1.ConditionReady, "True/Reconciled")
-	create(t, instance(second.name, func(i *v1.Instance) { i.Namespace, i.Spec.Host = second.ns, "host-first.example.com" }))
+	create(t, instance(second.name, func(i *v1.Instance) { i.Namespace, i.Spec.Host = second.ns, host }))
 	t.Cleanup(func() { deleteRacers(t, []racer{first, second}) })
 	eventually(t, "the second reads HostInUse", func() (bool, string) {
 		inst := getRacer(t, second)
@@ -157,14 +159,14 @@ func TestSecondInstanceWithAHostWaits(t *testing.T) {
 	if gens := generationsOf(t, second); len(gens) > 0 {
 		t.Fatalf("the second Instance made %d generations", len(gens))
 	}
-	if got := claimHolder(t, "host-first.example.com"); got != "default/host-first" {
+	if got := claimHolder(t, host); got != "default/host-first" {
 		t.Fatalf("the claim names %q", got)
 	}
 
 	deleteRacers(t, []racer{first})
 	eventually(t, "the second holds the host once the first is gone", func() (bool, string) {
 		inst := getRacer(t, second)
-		return claimHolder(t, "host-first.example.com") == otherNamespace+"/host-second" &&
+		return claimHolder(t, host) == otherNamespace+"/host-second" &&
 			meta.IsStatusConditionTrue(inst.Status.Conditions, v1.ConditionReady), conditionsOf(inst.Status.Conditions)
 	})
 }
