@@ -269,3 +269,40 @@ func TestAgentRenewsOnlyItsOwnLease(t *testing.T) {
 		t.Errorf("the agent renewing another node's Lease: %v, want refused", err)
 	}
 }
+
+// TestAgentClaimsHostsOnlyForItsNode: node A's agent creates and deletes
+// HostClaims that name node A; it can neither claim a host for node B nor
+// release a claim held on node B, even with the agent's own role.
+func TestAgentClaimsHostsOnlyForItsNode(t *testing.T) {
+	ctx := testCtx(t)
+	installAgentCredentials(t)
+	agentA := agentClient(t, "policy-node-a")
+	claim := func(host, node string) *hostingv1alpha1.HostClaim {
+		return &hostingv1alpha1.HostClaim{ObjectMeta: metav1.ObjectMeta{Name: host},
+			Spec: hostingv1alpha1.HostClaimSpec{Namespace: "default", Name: "policy-claim", UID: "u-policy-claim", NodeName: node}}
+	}
+	refused := func(err error, want string) error {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			return errorf("want refused with %q, got %v", want, err)
+		}
+		return nil
+	}
+	onB := claim("claim-b.example.com", "policy-node-b")
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), onB) })
+	eventually(t, "node A's agent claiming for node B is refused", func() error {
+		return refused(agentA.Create(ctx, onB.DeepCopy()), wantOtherNode+": this HostClaim belongs to node policy-node-b")
+	})
+	if err := env.Client.Create(ctx, onB); err != nil {
+		t.Fatal(err)
+	}
+	if err := refused(agentA.Delete(ctx, onB), wantOtherNode+": this HostClaim belongs to node policy-node-b"); err != nil {
+		t.Errorf("node A's agent releasing node B's claim: %v", err)
+	}
+	onA := claim("claim-a.example.com", "policy-node-a")
+	if err := agentA.Create(ctx, onA); err != nil {
+		t.Fatalf("node A's agent claiming for its node: %v", err)
+	}
+	if err := agentA.Delete(ctx, onA, client.Preconditions{UID: &onA.UID}); err != nil {
+		t.Errorf("node A's agent releasing its node's claim: %v", err)
+	}
+}

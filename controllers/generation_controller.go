@@ -188,6 +188,11 @@ func (r *GenerationReconciler) start(ctx context.Context, s *genScope) (ctrl.Res
 		return ctrl.Result{}, err
 	}
 	req.Command, req.Args, req.Tier, req.Grace = gen.Spec.Template.Command, gen.Spec.Template.Args, tierOf(gen.Spec.Template.Tier), r.Grace
+	if gen.Spec.Host != "" {
+		// The host it was made for, and claimed: the Instance's may have
+		// changed since to one it does not hold.
+		req.Host = gen.Spec.Host
+	}
 	began := r.Clock.Now()
 	res := r.Runtime.Start(ctx, req)
 	s.facts.now = r.Clock.Now()

@@ -39,8 +39,8 @@ const (
 	ReasonSeedFailed       = "SeedFailed"
 	ReasonReadinessTimeout = "ReadinessTimeout"
 	ReasonFenced           = "Fenced"
-	// ReasonHostInUse: another Instance on the node, created first,
-	// serves the same spec.host; this one starts nothing.
+	// ReasonHostInUse: another Instance in the cluster holds the
+	// HostClaim of spec.host; this one starts nothing of that host.
 	ReasonHostInUse = "HostInUse"
 	// ReasonNoAgent: no agent enrolled the Instance's node
 	// (Reconciling=True); ReasonNodeLost: the node's agent stopped
@@ -128,6 +128,10 @@ const Finalizer = "hosting.unitlet.dev/lease"
 
 // LabelInstance names a Generation's Instance.
 const LabelInstance = "hosting.unitlet.dev/instance"
+
+// LabelHolderUID on a HostClaim is its holder's UID, so that an Instance
+// finds every claim it holds (a former host's too) with one list.
+const LabelHolderUID = "hosting.unitlet.dev/holder-uid"
 
 // FieldNodeName is the selectable field an agent's cache filters its
 // Instances and Generations by.
