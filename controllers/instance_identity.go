@@ -20,7 +20,8 @@ const identityRecheck = 10 * time.Second
 
 // checkIdentity stops the reconcile, noting why, when the node will not
 // run the template's user: no UserGrant grants it to the namespace on
-// this node, or the account is one no grant gives. Nothing starts then
+// this node, or the account is one no grant gives, or the template asks
+// for the cloud metadata service its grant does not allow. Nothing starts then
 // (seed, sidecars, generations); what already runs keeps running, as a
 // kubelet keeps a running pod whose admission would now fail: a grant
 // removed stops new starts, and the Instance's owner or an administrator
@@ -41,6 +42,9 @@ func (s *swap) identityRefused(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	_, err = s.r.Runtime.Identity(node.InstanceRef{Namespace: ns, Name: s.inst.Name}, user, g)
+	if err == nil && s.inst.Spec.Template.AllowsCloudMetadata() && !g.CloudMetadata {
+		err = node.ErrMetadataNotGranted
+	}
 	if err == nil {
 		return false, nil
 	}
@@ -73,6 +77,11 @@ func identityNote(err error, user, ns, nodeName string) (note, bool) {
 		reason = v1.ReasonUserNeverGranted
 		msg = fmt.Sprintf("node %s refuses spec.template.user %s whatever its UserGrant says: %v: %s, "+
 			"or an administrator changes the account or the grant's supplementaryGroups", nodeName, user, err, ownUID)
+	case errors.Is(err, node.ErrMetadataNotGranted):
+		reason = v1.ReasonMetadataNotGranted
+		msg = fmt.Sprintf("spec.template.network.cloudMetadata is Allow, which takes a UserGrant of spec.template.user %q "+
+			"to namespace %s on node %s with cloudMetadata: true (the service hands out the node's cloud credentials): "+
+			"set it to Deny, or a cluster administrator grants it", user, ns, nodeName)
 	case errors.Is(err, identity.ErrUnknownUser):
 		reason = v1.ReasonUnknownUser
 		msg = fmt.Sprintf("spec.template.user %s is granted but does not exist on node %s: create it there, or %s",

@@ -28,11 +28,16 @@ func createGrant(t *testing.T, name, user string, namespaces, nodes []string) *v
 // the user left empty, the Instance starts as its own uid.
 func TestRefusedUserStartsNothing(t *testing.T) {
 	tests := map[string]struct {
-		user   string
-		grant  *v1.UserGrantSpec // created before the Instance
-		reason string
-		hints  []string
+		user     string
+		metadata bool              // the template asks for the cloud metadata service
+		grant    *v1.UserGrantSpec // created before the Instance
+		reason   string
+		hints    []string
 	}{
+		"metadata service own uid": {metadata: true, reason: v1.ReasonMetadataNotGranted,
+			hints: []string{"cloudMetadata: true", "node's cloud credentials"}},
+		"metadata service grant without it": {user: "app", metadata: true, reason: v1.ReasonMetadataNotGranted,
+			grant: &v1.UserGrantSpec{Namespaces: []string{"default"}}, hints: []string{`user "app" to namespace default`}},
 		"root without a grant": {user: "root", reason: v1.ReasonUserNotGranted,
 			hints: []string{"namespace default on node " + testNode, `"kind":"UserGrant"`, `"user":"root","namespaces":["default"],"nodes":["` + testNode + `"]`}},
 		"a user granted to another namespace only": {user: "app", reason: v1.ReasonUserNotGranted,
@@ -53,7 +58,12 @@ func TestRefusedUserStartsNothing(t *testing.T) {
 			if tc.grant != nil {
 				createGrant(t, inst, tc.user, tc.grant.Namespaces, tc.grant.Nodes)
 			}
-			create(t, instance(inst, func(i *v1.Instance) { i.Spec.Template.User = tc.user }))
+			create(t, instance(inst, func(i *v1.Instance) {
+				i.Spec.Template.User = tc.user
+				if tc.metadata {
+					i.Spec.Template.Network = &v1.Network{CloudMetadata: v1.CloudMetadataAllow}
+				}
+			}))
 			got := waitInstance(t, inst, v1.ConditionStalled, "True/"+tc.reason)
 			msg := ""
 			for _, c := range got.Status.Conditions {
@@ -77,7 +87,7 @@ func TestRefusedUserStartsNothing(t *testing.T) {
 					t.Errorf("the runtime was asked to start something: %s", c)
 				}
 			}
-			updateInstance(t, inst, func(i *v1.Instance) { i.Spec.Template.User = "" })
+			updateInstance(t, inst, func(i *v1.Instance) { i.Spec.Template.User, i.Spec.Template.Network = "", nil })
 			waitInstance(t, inst, v1.ConditionReady, "True/Reconciled")
 		})
 	}

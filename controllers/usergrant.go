@@ -34,6 +34,7 @@ func grantOf(grants []v1.UserGrant, ns, user, node string) (identity.Grant, bool
 			continue
 		}
 		found = true
+		g.CloudMetadata = g.CloudMetadata || spec.CloudMetadata
 		for _, grp := range spec.SupplementaryGroups {
 			if !slices.Contains(g.Groups, grp) {
 				g.Groups = append(g.Groups, grp)

@@ -24,7 +24,10 @@ func TestGrantOf(t *testing.T) {
 		userGrant("pg-shop-video", "postgres", []string{"shop"}, nil, []string{"video", "ssl-cert"}),
 		userGrant("root-ops", "root", []string{"ops"}, []string{"node-a"}, nil),
 		userGrant("toor-ops", "toor", []string{"ops"}, []string{"node-a"}, nil),
+		userGrant("metrics-ops", "metrics", []string{"ops"}, nil, nil),
+		userGrant("metrics-ops-cloud", "metrics", []string{"ops"}, []string{"node-a"}, nil),
 	}
+	grants[len(grants)-1].Spec.CloudMetadata = true
 	tests := map[string]struct {
 		ns, user, node string
 		want           identity.Grant
@@ -46,6 +49,10 @@ func TestGrantOf(t *testing.T) {
 		"root on another node":                       {ns: "ops", user: "root", node: "node-b"},
 		"another name is not root": {ns: "ops", user: "toor", node: "node-a",
 			want: identity.Grant{User: "toor"}, wantOK: true},
+		"the metadata service where one grant allows it": {ns: "ops", user: "metrics", node: "node-a",
+			want: identity.Grant{User: "metrics", CloudMetadata: true}, wantOK: true},
+		"not where only the grant without it holds": {ns: "ops", user: "metrics", node: "node-b",
+			want: identity.Grant{User: "metrics"}, wantOK: true},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

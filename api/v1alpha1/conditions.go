@@ -47,6 +47,9 @@ const (
 	// renewing its Lease (Ready=Unknown). Both are written by nodewatch.
 	ReasonNoAgent  = "NoAgent"
 	ReasonNodeLost = "NodeLost"
+	// ReasonMetadataNotGranted: the template asks for the cloud metadata
+	// service and no UserGrant of its user allows it (Stalled).
+	ReasonMetadataNotGranted = "MetadataNotGranted"
 	// ReasonUserNotGranted: no UserGrant grants the template's user to
 	// the namespace on the node. ReasonRootNotAllowed: the granted user is
 	// uid 0 and the grant is not one of root. ReasonUserNeverGranted: the

@@ -48,6 +48,12 @@ type UserGrantSpec struct {
 	// +kubebuilder:validation:items:MaxLength=32
 	// +kubebuilder:validation:items:XValidation:rule="self.matches('^[a-z_][a-z0-9_-]*[$]?$')",message="each group must be a valid group name"
 	SupplementaryGroups []string `json:"supplementaryGroups,omitempty"`
+	// CloudMetadata lets Instances that run as User in these namespaces
+	// reach the cloud metadata service when their template asks
+	// (spec.template.network.cloudMetadata: Allow): the node's cloud
+	// credentials become theirs.
+	// +optional
+	CloudMetadata bool `json:"cloudMetadata,omitempty"`
 }
 
 // UserGrant lets the Instances of the listed namespaces run as a named

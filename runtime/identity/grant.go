@@ -17,6 +17,9 @@ type Grant struct {
 	Groups []string
 	// Root lets the user be uid 0 (a grant of the user root).
 	Root bool
+	// CloudMetadata lets the user's processes reach the cloud metadata
+	// service when the Instance asks.
+	CloudMetadata bool
 }
 
 // never says why an id is given to no Instance, whatever a grant says;

@@ -52,6 +52,9 @@ type StartRequest struct {
 	WorkingDir string
 	User       string         // "" for the Instance's own uid
 	Grant      identity.Grant // the administrator's word on User
+	// AllowMetadata: the template asks to reach the cloud metadata
+	// service; refused (ErrMetadataNotGranted) unless Grant allows it.
+	AllowMetadata bool
 	Tier       cgroups.Tier   // the slot's own limit (zero for seed/sidecar)
 	Parent     cgroups.Tier   // the instance parent's floor (the tier)
 	Grace      time.Duration

@@ -54,6 +54,9 @@ var (
 	ErrNoAppSocket = errors.New("node: generation has no app socket")
 	// ErrNotAGeneration refuses Probe and Promote of a role slot.
 	ErrNotAGeneration = errors.New("node: not a generation slot")
+	// ErrMetadataNotGranted refuses a start that asks for the cloud
+	// metadata service without a grant that allows it.
+	ErrMetadataNotGranted = errors.New("the cloud metadata service is not granted")
 )
 
 // Node is the Runtime of one node.

@@ -74,9 +74,22 @@ func ownUIDs(t *testing.T) {
 	}
 	grantRoot(t)
 	kube.WaitServing(t, "rooty", 1)
-	f := strings.Fields(credentials(t, kube.Generation(t, "rooty", 1).Status.MainPID))
-	if strings.Join(f, " ") != "0 0 0 0 0000000000000000 1" {
-		t.Errorf("granted root runs as %v, want uid 0 with no capability and no new privileges", f)
+	// A granted root is uid 0 only in a user namespace of its own, whose
+	// 0 is the Instance's own uid: the unit's main process is the
+	// trampoline supervising it, dropped to that uid; the app its child.
+	supervisor := kube.Generation(t, "rooty", 1).Status.MainPID
+	f := strings.Fields(credentials(t, supervisor))
+	var own int
+	fmt.Sscan(f[0], &own)
+	if len(f) != 6 || !identity.DefaultRange.Contains(own) || f[1] != f[0] || f[4] != "0000000000000000" || f[5] != "1" {
+		t.Errorf("granted root's supervisor runs as %v, want the Instance's own uid with no capability and no new privileges", f)
+	}
+	app := guest(t, fmt.Sprintf("cat /proc/%d/task/%d/children", supervisor, supervisor))
+	if m := strings.Join(strings.Fields(guest(t, "cat /proc/"+strings.TrimSpace(app)+"/uid_map")), " "); m != "0 "+f[0]+" 1" {
+		t.Errorf("granted root's app (pid %s) has uid_map %q, want uid 0 mapped to the Instance's own uid %s", app, m, f[0])
+	}
+	if a := strings.Fields(credentials(t, mustInt(t, app))); len(a) != 6 || a[0] != f[0] || a[4] != "0000000000000000" {
+		t.Errorf("granted root's app is %v on the node, want uid %s with no capability", a, f[0])
 	}
 	kube.DeleteAndWait(t, "rooty", 3*time.Minute)
 }
@@ -97,4 +110,13 @@ func grantRoot(t *testing.T) {
 			t.Error(err)
 		}
 	})
+}
+
+func mustInt(t *testing.T, s string) int64 {
+	t.Helper()
+	var n int64
+	if _, err := fmt.Sscan(strings.TrimSpace(s), &n); err != nil {
+		t.Fatalf("not a pid: %q", s)
+	}
+	return n
 }
