@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -129,4 +130,22 @@ func SweepOld(prefix string) {
 			_ = os.RemoveAll(r)
 		}
 	}
+}
+
+// OwnCgroup is a cgroup this process (and what it starts) is in, other
+// than a hierarchy's root: the activation hand-off serves only a caller
+// in its unit's cgroup. Without one, t is skipped.
+func OwnCgroup(t testing.TB) string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if parts := strings.SplitN(l, ":", 3); len(parts) == 3 && parts[2] != "/" {
+			return parts[2]
+		}
+	}
+	t.Skip("this process is in every hierarchy's root cgroup: no cgroup tells a unit's trampoline from another caller")
+	return ""
 }
