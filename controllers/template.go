@@ -165,6 +165,6 @@ func startRequest(ctx context.Context, reader client.Reader, inst *v1.Instance, 
 		Ref: ref, Host: inst.Spec.Host, SpecEnv: specEnv(t), RefEnv: refs,
 		WorkingDir: t.WorkingDir, User: t.User, Grant: g, Parent: tierOf(t.Tier),
 		AllowMetadata: t.AllowsCloudMetadata(),
-		Activated: inst.Spec.SocketActivation != nil,
+		Activated:     inst.Spec.SocketActivation != nil,
 	}, nil
 }

@@ -55,9 +55,9 @@ type StartRequest struct {
 	// AllowMetadata: the template asks to reach the cloud metadata
 	// service; refused (ErrMetadataNotGranted) unless Grant allows it.
 	AllowMetadata bool
-	Tier       cgroups.Tier   // the slot's own limit (zero for seed/sidecar)
-	Parent     cgroups.Tier   // the instance parent's floor (the tier)
-	Grace      time.Duration
+	Tier          cgroups.Tier // the slot's own limit (zero for seed/sidecar)
+	Parent        cgroups.Tier // the instance parent's floor (the tier)
+	Grace         time.Duration
 	// Activated: the agent binds the generation's listening socket and
 	// hands it over as fd 3 (run role only; see runtime/activation).
 	Activated bool

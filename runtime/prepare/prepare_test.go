@@ -411,7 +411,7 @@ func TestLaunchFileWorld(t *testing.T) {
 		wantID                      launch.Identity
 		wantUserNS                  *launch.IDMap
 	}{
-		"default": {wantDeny: []string{"169.254.169.254", "fd00:ec2::254"}, wantID: launch.Identity{UID: nobody, GID: nobody}},
+		"default":                     {wantDeny: []string{"169.254.169.254", "fd00:ec2::254"}, wantID: launch.Identity{UID: nobody, GID: nobody}},
 		"metadata allowed by a grant": {allowMetadata: true, wantID: launch.Identity{UID: nobody, GID: nobody}},
 		"granted root": {rootInUserNS: true, wantDeny: []string{"169.254.169.254", "fd00:ec2::254"},
 			wantUserNS: &launch.IDMap{UID: nobody, GID: nobody}},
