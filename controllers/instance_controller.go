@@ -82,7 +82,9 @@ func (r *InstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_
 	s := &swap{r: r, inst: inst, gens: gens, patchBase: inst.DeepCopy()}
 	defer func() {
 		computeInstanceStatus(inst, gens, failedNote(s.note, retErr), retErr == nil)
-		if err := statuswrite.Instance(ctx, r.Client, r.Reader, inst, s.patchBase); err != nil {
+		wctx, cancel := writeContext(ctx)
+		defer cancel()
+		if err := statuswrite.Instance(wctx, r.Client, r.Reader, inst, s.patchBase); err != nil {
 			retErr = joinErr(retErr, fmt.Errorf("patch instance status: %w", err))
 		}
 		if controllerutil.ContainsFinalizer(inst, v1.Finalizer) {
