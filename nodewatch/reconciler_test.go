@@ -40,12 +40,12 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	k8s = env.Client
-	if watcher, err = client.NewWithWatch(env.Config, client.Options{Scheme: scheme.New()}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	code := func() int {
+		if watcher, err = client.NewWithWatch(env.Config, client.Options{Scheme: scheme.New()}); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
 		if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: leaseNS}}); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
