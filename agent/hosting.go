@@ -20,7 +20,8 @@ const stopGrace = 10 * time.Second
 // On the agent's own SIGTERM, proofs in flight get shutdownBudget, inside
 // the manager's graceful shutdown (gracefulShutdown) and the pod's
 // terminationGracePeriodSeconds (30 s): a proof cut short is reported
-// Unproven, with the finalizer kept, before the agent goes.
+// Unproven, with the finalizer kept, before the agent goes (the status
+// write that says so has 5 s of its own after the budget).
 const (
 	shutdownBudget   = 15 * time.Second
 	gracefulShutdown = 25 * time.Second

@@ -101,11 +101,13 @@ func (r *GenerationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	s := &genScope{gen: gen}
 	before := gen.DeepCopy()
 	defer func() {
+		wctx, cancel := writeContext(ctx)
+		defer cancel()
 		for _, e := range generationStatus(gen, s.facts) {
-			r.emit(ctx, gen, e)
+			r.emit(wctx, gen, e)
 		}
 		gen.Status.ObservedGeneration = gen.Generation
-		if err := patchStatus(ctx, r.Client, gen, before, !equality.Semantic.DeepEqual(before.Status, gen.Status)); err != nil {
+		if err := patchStatus(wctx, r.Client, gen, before, !equality.Semantic.DeepEqual(before.Status, gen.Status)); err != nil {
 			retErr = joinErr(retErr, fmt.Errorf("patch generation status: %w", err))
 		}
 		r.phases.set(req.NamespacedName, gen.Status.Phase)

@@ -110,6 +110,20 @@ func exitText(e *outcome.Exit) string {
 	return describeExit(e)
 }
 
+// statusWriteBudget bounds a reconcile's final status write, which runs
+// on a context of its own (writeContext).
+const statusWriteBudget = 5 * time.Second
+
+// writeContext is for the status write that ends a reconcile: not
+// cancelled with ctx, as at the agent's SIGTERM the manager cancels every
+// reconcile's context, and a kill proof cut short by that shutdown must
+// still be reported (KillUnproven) before the agent goes. Bounded, so the
+// agent still stops within its graceful shutdown (the proofs' 15 s budget,
+// then this).
+func writeContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), statusWriteBudget)
+}
+
 // patchStatus sends obj's status as a merge patch from before, only when
 // it changed: a reconcile that learned nothing new (a periodic look at a
 // settled generation) makes no request. A vanished object is no error.

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -23,6 +22,7 @@ import (
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
 	"github.com/unitlet/unitlet/internal/hostgate"
 	"github.com/unitlet/unitlet/internal/metrics"
+	"github.com/unitlet/unitlet/internal/statuswrite"
 	"github.com/unitlet/unitlet/runtime/node"
 )
 
@@ -83,7 +83,9 @@ func (r *InstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_
 	s := &swap{r: r, inst: inst, gens: gens, patchBase: inst.DeepCopy()}
 	defer func() {
 		computeInstanceStatus(inst, gens, failedNote(s.note, retErr), retErr == nil)
-		if err := patchStatus(ctx, r.Client, inst, s.patchBase, !equality.Semantic.DeepEqual(s.patchBase.Status, inst.Status)); err != nil {
+		wctx, cancel := writeContext(ctx)
+		defer cancel()
+		if err := statuswrite.Instance(wctx, r.Client, r.Reader, inst, s.patchBase); err != nil {
 			retErr = joinErr(retErr, fmt.Errorf("patch instance status: %w", err))
 		}
 		if controllerutil.ContainsFinalizer(inst, v1.Finalizer) {

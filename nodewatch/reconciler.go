@@ -76,8 +76,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		c.ObservedGeneration = inst.Generation
 		meta.SetStatusCondition(&inst.Status.Conditions, c)
 	}
+	// The agent writes the same conditions list: the write lands only on
+	// the version read here (a conflict is retried from a fresh read, as
+	// what nodewatch removes depends on what it read).
 	if !equality.Semantic.DeepEqual(before.Status, inst.Status) {
-		if err := r.Client.Status().Patch(ctx, inst, client.MergeFrom(before)); err != nil {
+		patch := client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})
+		if err := r.Client.Status().Patch(ctx, inst, patch); err != nil {
 			return ctrl.Result{}, client.IgnoreNotFound(err)
 		}
 	}

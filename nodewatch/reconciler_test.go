@@ -23,7 +23,13 @@ import (
 	"github.com/unitlet/unitlet/internal/testkit/testutil"
 )
 
-var k8s client.Client
+var (
+	k8s client.Client
+	// cached reads as the agent does, from a manager's cache that may lag.
+	cached client.Client
+	// watcher sees every version of an object the API server stores.
+	watcher client.WithWatch
+)
 
 const leaseNS = "unitlet-system"
 
@@ -36,6 +42,10 @@ func TestMain(m *testing.M) {
 	k8s = env.Client
 	ctx, cancel := context.WithCancel(context.Background())
 	code := func() int {
+		if watcher, err = client.NewWithWatch(env.Config, client.Options{Scheme: scheme.New()}); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
 		if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: leaseNS}}); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
@@ -49,6 +59,7 @@ func TestMain(m *testing.M) {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
+		cached = mgr.GetClient()
 		go func() { _ = mgr.Start(ctx) }()
 		return m.Run()
 	}()

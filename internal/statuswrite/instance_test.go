@@ -1,0 +1,71 @@
+package statuswrite
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/unitlet/unitlet/api/v1alpha1"
+)
+
+func cond(typ string, status metav1.ConditionStatus, reason string) metav1.Condition {
+	return metav1.Condition{Type: typ, Status: status, Reason: reason}
+}
+
+var (
+	readyTrue      = cond(v1.ConditionReady, metav1.ConditionTrue, v1.ReasonReconciled)
+	readyLost      = cond(v1.ConditionReady, metav1.ConditionUnknown, v1.ReasonNodeLost)
+	reconcLost     = cond(v1.ConditionReconciling, metav1.ConditionTrue, v1.ReasonNodeLost)
+	reconcSwapping = cond(v1.ConditionReconciling, metav1.ConditionTrue, v1.ReasonSwapping)
+	unprovenFalse  = cond(v1.ConditionKillUnproven, metav1.ConditionFalse, v1.ReasonProven)
+	unprovenTrue   = cond(v1.ConditionKillUnproven, metav1.ConditionTrue, v1.ReasonProofTimedOut)
+)
+
+func status(active int64, conds ...metav1.Condition) v1.InstanceStatus {
+	return v1.InstanceStatus{ActiveGeneration: active, Conditions: conds}
+}
+
+func TestRebase(t *testing.T) {
+	tests := map[string]struct {
+		base, mine, theirs, want v1.InstanceStatus
+	}{
+		"nodewatch's NodeLost stands where the agent changed nothing": {
+			base:   status(1, readyTrue, unprovenFalse),
+			mine:   status(2, readyTrue, unprovenTrue),
+			theirs: status(1, readyLost, unprovenFalse, reconcLost),
+			want:   status(2, readyLost, unprovenTrue, reconcLost),
+		},
+		"the agent's own change of a condition nodewatch also changed wins": {
+			base:   status(1, readyTrue),
+			mine:   status(1, cond(v1.ConditionReady, metav1.ConditionFalse, v1.ReasonSwapping), reconcSwapping),
+			theirs: status(1, readyLost, reconcLost),
+			want:   status(1, cond(v1.ConditionReady, metav1.ConditionFalse, v1.ReasonSwapping), reconcSwapping),
+		},
+		"the agent's removal of a condition is kept": {
+			base:   status(1, readyTrue, reconcSwapping),
+			mine:   status(1, readyTrue),
+			theirs: status(1, readyLost, reconcSwapping),
+			want:   status(1, readyLost),
+		},
+		"nodewatch's removal of its own condition is kept": {
+			base:   status(1, readyLost, reconcLost, unprovenFalse),
+			mine:   status(1, readyLost, reconcLost, unprovenTrue),
+			theirs: status(1, unprovenFalse),
+			want:   status(1, unprovenTrue),
+		},
+		"a condition new from the agent is added": {
+			base:   status(1),
+			mine:   status(1, readyTrue),
+			theirs: status(1, reconcLost),
+			want:   status(1, reconcLost, readyTrue),
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, Rebase(tc.base, tc.mine, tc.theirs)); diff != "" {
+				t.Errorf("Rebase (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
