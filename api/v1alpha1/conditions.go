@@ -22,6 +22,10 @@ const (
 	ConditionGuardArmed = "GuardArmed"
 	ConditionEnrolled   = "Enrolled"
 	ConditionHosting    = "Hosting"
+	// ConditionNodeLease: the agent's last renewal of its node's Lease
+	// succeeded (True/LeaseRenewed) or failed (False/LeaseNotRenewed, the
+	// API's error as message).
+	ConditionNodeLease = "NodeLease"
 )
 
 // Condition reasons: one CamelCase word each.
@@ -105,7 +109,7 @@ const (
 
 	// Enrollment. The Hosting condition's reason is the join stage
 	// (AwaitingApproval, GuardNotArmed, Hosting, ApprovalRevoked,
-	// GuardDisarmed).
+	// GuardDisarmed, LeaseNotHeld).
 	ReasonAwaitingApproval = "AwaitingApproval"
 	ReasonGuardCheckFailed = "GuardCheckFailed"
 	ReasonApproved         = "Approved"
@@ -114,6 +118,9 @@ const (
 	ReasonHosting          = "Hosting"
 	ReasonApprovalRevoked  = "ApprovalRevoked"
 	ReasonGuardDisarmed    = "GuardDisarmed"
+	ReasonLeaseNotHeld     = "LeaseNotHeld"
+	ReasonLeaseRenewed     = "LeaseRenewed"
+	ReasonLeaseNotRenewed  = "LeaseNotRenewed"
 )
 
 // Finalizer is the lease: the agent removes it only after every unit of
