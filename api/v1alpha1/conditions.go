@@ -93,6 +93,11 @@ const (
 	ReasonMayHaveRun           = "MayHaveRun"
 	ReasonQueuedJobMayRun      = "QueuedJobMayRun"
 	ReasonExitedBeforeObserved = "ExitedBeforeObserved"
+	// ReasonExecFailed: the command could not be executed (missing on
+	// the node or in the app's sandbox, not executable); the message has
+	// the path, the error and, where the sandbox is the cause, why. The
+	// app never ran; it is retried with the restart backoff.
+	ReasonExecFailed = "ExecFailed"
 
 	// Kill proofs.
 	ReasonProven         = "Proven"
