@@ -36,8 +36,8 @@ func main() {
 // subcommands are the helper roles of the one binary, each a function of
 // its arguments returning the exit code.
 var subcommands = map[string]func([]string) int{
-	"agent":       agent.Main,
-	"exec":        func(args []string) int { return trampoline.Main(args, os.Stderr) },
+	"agent": agent.Main,
+	"exec":  func(args []string) int { return trampoline.Main(args, os.Stderr) },
 	// The trampoline's child in a granted root's user namespace, started
 	// as /proc/self/exe with the app's argv[0] in front.
 	trampoline.InnerFlag: func(args []string) int {

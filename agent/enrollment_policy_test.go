@@ -107,9 +107,10 @@ func TestAgentWritesOnlyItsOwnNode(t *testing.T) {
 }
 
 // TestAgentCannotApproveOrEditSpecs: like NodeRestriction, an agent's
-// token cannot approve its own node or allow root on it (at creation or
-// later) nor change an Instance's spec, even with RBAC that would allow it; its finalizer and
-// status writes still go through.
+// token cannot approve its own node (at creation or later) nor change an
+// Instance's spec, even with RBAC that would allow it, nor grant a user
+// (its role reads UserGrants only); its finalizer and status writes
+// still go through.
 func TestAgentCannotApproveOrEditSpecs(t *testing.T) {
 	ctx := testCtx(t)
 	installAgentCredentials(t)
@@ -130,9 +131,11 @@ func TestAgentCannotApproveOrEditSpecs(t *testing.T) {
 		enr := &hostingv1alpha1.Enrollment{ObjectMeta: metav1.ObjectMeta{Name: node}, Spec: hostingv1alpha1.EnrollmentSpec{Approved: true}}
 		return refused(agent.Create(ctx, enr), wantApproval)
 	})
-	rooted := &hostingv1alpha1.Enrollment{ObjectMeta: metav1.ObjectMeta{Name: node}, Spec: hostingv1alpha1.EnrollmentSpec{AllowRoot: true}}
-	if err := refused(agent.Create(ctx, rooted), wantApproval); err != nil {
-		t.Errorf("the agent creating its Enrollment with root allowed: %v", err)
+	grant := &hostingv1alpha1.UserGrant{ObjectMeta: metav1.ObjectMeta{Name: "policy-root"},
+		Spec: hostingv1alpha1.UserGrantSpec{User: "root", Namespaces: []string{"default"}, Nodes: []string{node}}}
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), grant) })
+	if err := agent.Create(ctx, grant); !apierrors.IsForbidden(err) {
+		t.Errorf("the agent granting root to a namespace on its node: err = %v, want Forbidden", err)
 	}
 	enr := &hostingv1alpha1.Enrollment{ObjectMeta: metav1.ObjectMeta{Name: node}}
 	if err := agent.Create(ctx, enr); err != nil {
@@ -142,11 +145,6 @@ func TestAgentCannotApproveOrEditSpecs(t *testing.T) {
 	enr.Spec.Approved = true
 	if err := refused(agent.Patch(ctx, enr, patch), wantApproval); err != nil {
 		t.Errorf("the agent approving itself: %v", err)
-	}
-	enr.Spec.Approved = false
-	enr.Spec.AllowRoot = true
-	if err := refused(agent.Patch(ctx, enr, patch), wantApproval); err != nil {
-		t.Errorf("the agent allowing root on its node: %v", err)
 	}
 	// Approved by an administrator: the agent cannot take it back either,
 	// yet writes its status.
@@ -269,5 +267,42 @@ func TestAgentRenewsOnlyItsOwnLease(t *testing.T) {
 	other.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
 	if err := agent.Update(ctx, other); err == nil || !strings.Contains(err.Error(), "only its own node's Lease") {
 		t.Errorf("the agent renewing another node's Lease: %v, want refused", err)
+	}
+}
+
+// TestAgentClaimsHostsOnlyForItsNode: node A's agent creates and deletes
+// HostClaims that name node A; it can neither claim a host for node B nor
+// release a claim held on node B, even with the agent's own role.
+func TestAgentClaimsHostsOnlyForItsNode(t *testing.T) {
+	ctx := testCtx(t)
+	installAgentCredentials(t)
+	agentA := agentClient(t, "policy-node-a")
+	claim := func(host, node string) *hostingv1alpha1.HostClaim {
+		return &hostingv1alpha1.HostClaim{ObjectMeta: metav1.ObjectMeta{Name: host},
+			Spec: hostingv1alpha1.HostClaimSpec{Namespace: "default", Name: "policy-claim", UID: "u-policy-claim", NodeName: node}}
+	}
+	refused := func(err error, want string) error {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			return errorf("want refused with %q, got %v", want, err)
+		}
+		return nil
+	}
+	onB := claim("claim-b.example.com", "policy-node-b")
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), onB) })
+	eventually(t, "node A's agent claiming for node B is refused", func() error {
+		return refused(agentA.Create(ctx, onB.DeepCopy()), wantOtherNode+": this HostClaim belongs to node policy-node-b")
+	})
+	if err := env.Client.Create(ctx, onB); err != nil {
+		t.Fatal(err)
+	}
+	if err := refused(agentA.Delete(ctx, onB), wantOtherNode+": this HostClaim belongs to node policy-node-b"); err != nil {
+		t.Errorf("node A's agent releasing node B's claim: %v", err)
+	}
+	onA := claim("claim-a.example.com", "policy-node-a")
+	if err := agentA.Create(ctx, onA); err != nil {
+		t.Fatalf("node A's agent claiming for its node: %v", err)
+	}
+	if err := agentA.Delete(ctx, onA, client.Preconditions{UID: &onA.UID}); err != nil {
+		t.Errorf("node A's agent releasing its node's claim: %v", err)
 	}
 }

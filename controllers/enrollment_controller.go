@@ -45,7 +45,7 @@ type Guard interface {
 }
 
 // EnrollmentReconciler owns this node's Enrollment (named after the node):
-// it creates it, reads the administrator's word (approval, allowRoot),
+// it creates it, reads the administrator's word (approval),
 // checks the guard and prepares it when approved, decides the mode
 // (join.Decide), opens or closes the gate, starts hosting the first time
 // the node may, and reports identity, checks and mode to the status. It
@@ -125,9 +125,6 @@ func (r *EnrollmentReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (c
 	}
 	if err != nil {
 		return ctrl.Result{}, err
-	}
-	if r.Gate.SetRoot(enr.Spec.AllowRoot) {
-		r.Log.Info("root for Instances", "allowed", enr.Spec.AllowRoot)
 	}
 	if armed, _ := join.Armed(checks); approved && !armed {
 		if now := r.Clock.Now(); r.prepared.IsZero() || now.Sub(r.prepared) >= r.PrepareEvery {

@@ -88,19 +88,25 @@ func (f *fakeRuntime) set(fn func(f *fakeRuntime)) {
 	fn(f)
 }
 
-// Identity knows two users besides the Instance's own uid: root (uid 0)
-// and app; any other is unknown.
-func (f *fakeRuntime) Identity(_ node.InstanceRef, user string, allowRoot bool) (identity.Credential, error) {
+// Identity refuses, as the node's does, a user g does not grant before
+// anything else; it knows app, root and toor (uid 0, granted only as
+// root), and wheel (primary gid 0, never granted); any other is unknown.
+func (f *fakeRuntime) Identity(_ node.InstanceRef, user string, g identity.Grant) (identity.Credential, error) {
+	if user != "" && user != g.User {
+		return identity.Credential{}, identity.ErrNotGranted
+	}
 	switch user {
 	case "":
 		return identity.Credential{UID: 1879048192, GID: 1879048192}, nil
 	case "app":
 		return identity.Credential{UID: 1000, GID: 1000, User: user}, nil
-	case "root":
-		if !allowRoot {
+	case "root", "toor":
+		if !g.Root {
 			return identity.Credential{}, identity.ErrRootRefused
 		}
 		return identity.Credential{User: user}, nil
+	case "wheel":
+		return identity.Credential{}, fmt.Errorf("user wheel: primary group 0 %w: gid 0 reaches what root's group owns", identity.ErrNeverGranted)
 	}
 	return identity.Credential{}, identity.ErrUnknownUser
 }

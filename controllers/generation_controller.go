@@ -178,12 +178,21 @@ func (r *GenerationReconciler) start(ctx context.Context, s *genScope) (ctrl.Res
 		s.facts.prepared, s.facts.start, s.facts.now = &preparedFact{}, &st, r.Clock.Now()
 		return ctrl.Result{}, nil
 	}
-	req, err := startRequest(ctx, r.Reader, inst, refOf(gen), &gen.Spec.Template, r.Gate.AllowsRoot())
+	g, err := ReadGrant(ctx, r.Client, inst.Namespace, gen.Spec.Template.User, r.NodeName)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	req, err := startRequest(ctx, r.Reader, inst, refOf(gen), &gen.Spec.Template, g)
 	if err != nil {
 		s.facts.envErr = err // nothing was handed off: proven not started, and retried
 		return ctrl.Result{}, err
 	}
 	req.Command, req.Args, req.Tier, req.Grace = gen.Spec.Template.Command, gen.Spec.Template.Args, tierOf(gen.Spec.Template.Tier), r.Grace
+	if gen.Spec.Host != "" {
+		// The host it was made for, and claimed: the Instance's may have
+		// changed since to one it does not hold.
+		req.Host = gen.Spec.Host
+	}
 	began := r.Clock.Now()
 	res := r.Runtime.Start(ctx, req)
 	s.facts.now = r.Clock.Now()

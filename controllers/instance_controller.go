@@ -58,6 +58,7 @@ type InstanceReconciler struct {
 // +kubebuilder:rbac:groups=hosting.unitlet.dev,resources=instances,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=hosting.unitlet.dev,resources=instances/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=hosting.unitlet.dev,resources=instances/finalizers,verbs=update
+// +kubebuilder:rbac:groups=hosting.unitlet.dev,resources=hostclaims,verbs=get;list;watch;create;delete
 
 // Reconcile reads as the list of phases an Instance goes through.
 func (r *InstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
@@ -92,7 +93,7 @@ func (r *InstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_
 		}
 	}()
 
-	phases := []swapPhase{s.gateOpen, s.ensureFinalizer, s.checkHost, s.suspendIfAsked, s.sleepOrWake, s.checkIdentity,
+	phases := []swapPhase{s.gateOpen, s.ensureFinalizer, s.claimHost, s.releaseFormerHosts, s.suspendIfAsked, s.sleepOrWake, s.checkIdentity,
 		s.ensureSeed, s.ensureLatest, s.pruneHistory, s.advance, s.fallAsleepIfIdle}
 	if !inst.DeletionTimestamp.IsZero() {
 		phases = []swapPhase{s.finalize}
@@ -149,8 +150,13 @@ func (s *swap) suspendIfAsked(ctx context.Context) (ctrl.Result, error) {
 
 // generations lists the Instance's Generations, oldest first.
 func (r *InstanceReconciler) generations(ctx context.Context, inst *v1.Instance) ([]*v1.Generation, error) {
+	return listGenerations(ctx, r.Client, inst)
+}
+
+// listGenerations lists inst's Generations through c, oldest first.
+func listGenerations(ctx context.Context, c client.Reader, inst *v1.Instance) ([]*v1.Generation, error) {
 	var list v1.GenerationList
-	if err := r.Client.List(ctx, &list, client.InNamespace(inst.Namespace),
+	if err := c.List(ctx, &list, client.InNamespace(inst.Namespace),
 		client.MatchingLabels{v1.LabelInstance: inst.Name}); err != nil {
 		return nil, fmt.Errorf("list generations: %w", err)
 	}
@@ -181,7 +187,9 @@ func (r *InstanceReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.restarts = newRestartBackoff(cmp.Or(r.SidecarBackoff.Initial, sidecarBackoffInitial), cmp.Or(r.SidecarBackoff.Max, sidecarBackoffMax), clk)
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&v1.Instance{}).
-		Owns(&v1.Generation{})
+		Owns(&v1.Generation{}).
+		Watches(&v1.UserGrant{}, handler.EnqueueRequestsFromMapFunc(r.instancesOfGrant)).
+		Watches(&v1.HostClaim{}, handler.EnqueueRequestsFromMapFunc(r.claimants))
 	if r.RoleEvents != nil {
 		b = b.WatchesRawSource(source.Channel(r.RoleEvents, &handler.TypedEnqueueRequestForObject[*v1.Instance]{}))
 	}
@@ -224,7 +232,7 @@ func (r *InstanceReconciler) createGeneration(ctx context.Context, inst *v1.Inst
 			Finalizers: []string{v1.Finalizer},
 		},
 		Spec: v1.GenerationSpec{
-			Instance: inst.Name, NodeName: inst.Spec.NodeName, Number: n,
+			Instance: inst.Name, NodeName: inst.Spec.NodeName, Number: n, Host: inst.Spec.Host,
 			Template: *inst.Spec.Template.DeepCopy(),
 		},
 	}

@@ -3,68 +3,117 @@ package controllers
 import (
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
 )
 
-func TestHostHolder(t *testing.T) {
-	t0 := metav1.NewTime(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
-	t1 := metav1.NewTime(t0.Add(time.Second))
-	at := func(name, ns, host, node string, created metav1.Time, deleting bool) v1.Instance {
-		i := v1.Instance{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, CreationTimestamp: created}}
-		i.Spec.Host, i.Spec.NodeName = host, node
-		if deleting {
-			i.DeletionTimestamp = &t1
-		}
-		return i
-	}
-	first := at("first", "a", "shop.example.com", "n1", t0, false)
+// claimOf is host's claim held by the Instance ns/name (uid) on node.
+func claimOf(host, ns, name string, uid types.UID, node string) *v1.HostClaim {
+	return &v1.HostClaim{ObjectMeta: metav1.ObjectMeta{Name: host},
+		Spec: v1.HostClaimSpec{Namespace: ns, Name: name, UID: uid, NodeName: node}}
+}
+
+func TestDecideClaim(t *testing.T) {
+	inst := &v1.Instance{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "shop", UID: "u-shop"}}
+	inst.Spec.Host, inst.Spec.NodeName = "shop.example.com", "n1"
 	tests := map[string]struct {
-		inst   v1.Instance
-		others []v1.Instance
-		want   string // holder's ns/name, "" when inst holds the host
+		claim      *v1.HostClaim
+		holderGone bool
+		want       claimState
 	}{
-		"alone":                        {first, []v1.Instance{first}, ""},
-		"created first holds":          {at("second", "a", "shop.example.com", "n1", t1, false), []v1.Instance{first}, "a/first"},
-		"the holder itself":            {first, []v1.Instance{first, at("second", "a", "shop.example.com", "n1", t1, false)}, ""},
-		"same time: by name":           {at("b", "a", "shop.example.com", "n1", t0, false), []v1.Instance{at("a", "a", "shop.example.com", "n1", t0, false)}, "a/a"},
-		"a holder being deleted":       {at("second", "a", "shop.example.com", "n1", t1, false), []v1.Instance{at("first", "a", "shop.example.com", "n1", t0, true)}, ""},
-		"another host":                 {at("second", "a", "other.example.com", "n1", t1, false), []v1.Instance{first}, ""},
-		"another node":                 {at("second", "a", "shop.example.com", "n2", t1, false), []v1.Instance{first}, ""},
-		"another namespace, same host": {at("second", "b", "shop.example.com", "n1", t1, false), []v1.Instance{first}, "a/first"},
+		"no claim: free":                         {want: claimFree},
+		"its own claim":                          {claim: claimOf("shop.example.com", "a", "shop", "u-shop", "n1"), want: claimMine},
+		"another's on its node":                  {claim: claimOf("shop.example.com", "b", "other", "u-other", "n1"), want: claimTaken},
+		"another's on another node":              {claim: claimOf("shop.example.com", "b", "other", "u-other", "n2"), want: claimTaken},
+		"its node, the holder gone: stale":       {claim: claimOf("shop.example.com", "b", "other", "u-other", "n1"), holderGone: true, want: claimStale},
+		"another node, the holder gone: taken":   {claim: claimOf("shop.example.com", "b", "other", "u-other", "n2"), holderGone: true, want: claimTaken},
+		"same name, an earlier UID: stale":       {claim: claimOf("shop.example.com", "a", "shop", "u-earlier", "n1"), holderGone: true, want: claimStale},
+		"its own claim, made on its node before": {claim: claimOf("shop.example.com", "a", "shop", "u-shop", "n1"), holderGone: true, want: claimMine},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			got := ""
-			if h := hostHolder(&tc.inst, tc.others); h != nil {
-				got = h.Namespace + "/" + h.Name
-			}
-			if got != tc.want {
-				t.Errorf("hostHolder = %q, want %q", got, tc.want)
+			if diff := cmp.Diff(tc.want, decideClaim(inst, tc.claim, tc.holderGone)); diff != "" {
+				t.Errorf("decideClaim (-want,+got):\n%s", diff)
 			}
 		})
 	}
 }
 
-// The second Instance with a host already served on the node starts
-// nothing and says why, naming the holder.
-func TestSecondInstanceWithAHostWaits(t *testing.T) {
-	create(t, instance("host-first"))
-	waitInstance(t, "host-first", v1.ConditionReady, "True/Reconciled")
-	create(t, instance("host-second", func(i *v1.Instance) { i.Spec.Host = "host-first.example.com" }))
-	inst := waitInstance(t, "host-second", v1.ConditionStalled, "True/"+v1.ReasonHostInUse)
-	if c := condition(inst.Status.Conditions, v1.ConditionReady); c != "False/"+v1.ReasonHostInUse {
-		t.Errorf("Ready = %s", c)
+func TestReleasable(t *testing.T) {
+	inst := &v1.Instance{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "shop", UID: "u-shop"}}
+	inst.Spec.Host = "new.example.com"
+	claims := []v1.HostClaim{
+		*claimOf("new.example.com", "a", "shop", "u-shop", "n1"),
+		*claimOf("old.example.com", "a", "shop", "u-shop", "n1"),
+		*claimOf("other.example.com", "b", "other", "u-other", "n1"),
 	}
-	for _, c := range inst.Status.Conditions {
-		if c.Type == v1.ConditionStalled && !strings.Contains(c.Message, "default/host-first") {
-			t.Errorf("Stalled message %q does not name the holder", c.Message)
-		}
+	tests := map[string]struct {
+		gens []gb
+		want []string
+	}{
+		"the old host's generation still runs": {
+			gens: []gb{generation(1, "h").host("old.example.com").ready(), generation(2, "h").host("new.example.com").ready()},
+		},
+		"the old host's generation retired, not proven gone": {
+			gens: []gb{generation(1, "h").host("old.example.com").retired(RetiredSuperseded), generation(2, "h").host("new.example.com").ready()},
+		},
+		"the old host's generation proven gone": {
+			gens: []gb{generation(1, "h").host("old.example.com").retired(RetiredSuperseded).gone(), generation(2, "h").host("new.example.com").ready()},
+			want: []string{"old.example.com"},
+		},
+		"a generation of unknown host still runs": {
+			gens: []gb{generation(1, "h").ready()},
+		},
+		"no generation": {
+			want: []string{"old.example.com"},
+		},
 	}
-	if g := getGeneration(t, "host-second", 1); g != nil {
-		t.Fatalf("the second Instance made generation 1")
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			var gens []*v1.Generation
+			for _, b := range tc.gens {
+				gens = append(gens, b.g)
+			}
+			var got []string
+			for _, c := range releasable(formerClaims(claims, inst), gens) {
+				got = append(got, c.Name)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("released (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// The refusal tells an Instance's owner that the host is taken, never by
+// whom: no namespace or Instance of the holder appears in it.
+func TestHostInUseMessage(t *testing.T) {
+	serving := generation(3, "h").host("old.example.com").ready().g
+	tests := map[string]struct {
+		serving *v1.Generation
+		want    string
+	}{
+		"nothing serves": {
+			want: "host shop.example.com is held by another Instance: nothing of it starts until that one releases it or spec.host changes",
+		},
+		"a former host still served": {
+			serving: serving,
+			want:    "host shop.example.com is held by another Instance: nothing of it starts until that one releases it or spec.host changes; generation 3 keeps serving host old.example.com",
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got := hostInUseMessage("shop.example.com", tc.serving)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("message (-want,+got):\n%s", diff)
+			}
+			if strings.Contains(got, "/") {
+				t.Errorf("message %q names a namespace/name", got)
+			}
+		})
 	}
 }

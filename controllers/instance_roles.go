@@ -28,7 +28,11 @@ func (s *swap) roleRef(r layout.Role) node.Ref {
 // roleRequest starts a seed or sidecar in the template's environment:
 // its env, envFrom, working dir and user, as the app gets them.
 func (s *swap) roleRequest(ctx context.Context, ref node.Ref, role v1.Role) (node.StartRequest, error) {
-	req, err := startRequest(ctx, s.r.Reader, s.inst, ref, &s.inst.Spec.Template, s.r.Gate.AllowsRoot())
+	g, err := ReadGrant(ctx, s.r.Client, s.inst.Namespace, s.inst.Spec.Template.User, s.r.NodeName)
+	if err != nil {
+		return node.StartRequest{}, err
+	}
+	req, err := startRequest(ctx, s.r.Reader, s.inst, ref, &s.inst.Spec.Template, g)
 	req.Command, req.Args, req.Grace = role.Command, role.Args, time.Second
 	return req, err
 }

@@ -85,7 +85,7 @@ func (s *swap) retireAll(ctx context.Context, because string) (bool, error) {
 
 // facts are what decideSwap reads of this reconcile.
 func (s *swap) facts() swapFacts {
-	return swapFacts{strategy: s.inst.Spec.Strategy, hash: templateHash(&s.inst.Spec.Template), gens: s.gens,
+	return swapFacts{strategy: s.inst.Spec.Strategy, hash: templateHash(&s.inst.Spec.Template), host: s.inst.Spec.Host, gens: s.gens,
 		active: s.number(s.inst.Status.ActiveGeneration), latest: s.latest(), waking: s.inst.Status.WokenAt != nil}
 }
 
@@ -255,6 +255,11 @@ func (s *swap) finalize(ctx context.Context) (ctrl.Result, error) {
 	}
 	if err := s.r.Runtime.Remove(ctx, s.ref()); err != nil {
 		return ctrl.Result{}, fmt.Errorf("remove instance from the node: %w", err)
+	}
+	// Nothing of the Instance runs: its hosts are free for others. Not
+	// before: an Instance being deleted keeps its claim while it serves.
+	if err := s.releaseAllHosts(ctx); err != nil {
+		return ctrl.Result{}, err
 	}
 	controllerutil.RemoveFinalizer(s.inst, v1.Finalizer)
 	if err := s.r.Client.Update(ctx, s.inst); err != nil {

@@ -11,6 +11,8 @@ import (
 type swapFacts struct {
 	strategy v1.Strategy
 	hash     string
+	// host is the Instance's spec.host, held by it (claimHost).
+	host string
 	// gens oldest first; active is the one serving (nil: none), latest
 	// the newest (nil: none yet).
 	gens           []*v1.Generation
@@ -68,7 +70,7 @@ type swapDecision struct {
 // to make, promote, abort, replace or wait for.
 func decideSwap(f swapFacts) swapDecision {
 	latest, active := f.latest, f.active
-	if latest == nil || latest.Annotations[AnnotationTemplateHash] != f.hash || (latest.Spec.Retired && nothingRuns(latest, active, f.waking)) {
+	if latest == nil || outdated(latest, f) || (latest.Spec.Retired && nothingRuns(latest, active, f.waking)) {
 		if f.strategy == v1.StrategyReplace {
 			for _, g := range f.gens {
 				if !terminated(g) {
@@ -127,6 +129,12 @@ func decideSwap(f swapFacts) swapDecision {
 		d.action, d.target = swapPromote, latest
 	}
 	return d
+}
+
+// outdated: g was made of another template, or for another host (one
+// made before hosts were frozen serves the Instance's host, whichever).
+func outdated(g *v1.Generation, f swapFacts) bool {
+	return g.Annotations[AnnotationTemplateHash] != f.hash || (g.Spec.Host != "" && g.Spec.Host != f.host)
 }
 
 // unresolved: g's start was given up with its outcome unknown; nothing

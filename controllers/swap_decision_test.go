@@ -46,6 +46,10 @@ func (b gb) retired(because string) gb {
 	return b
 }
 func (b gb) gone() gb { return b.cond(v1.ConditionTerminated, metav1.ConditionTrue) }
+func (b gb) host(h string) gb {
+	b.g.Spec.Host = h
+	return b
+}
 
 // decision renders a decision as the table compares it: the action, the
 // numbers of target and stale generations, and the flags.
@@ -139,6 +143,18 @@ func TestDecideSwap(t *testing.T) {
 			gens: []gb{generation(1, "h").ready()}, active: 1,
 			want: decision{Action: swapSettled, Sidecars: true},
 		},
+		"serving the Instance's host": {
+			gens: []gb{generation(1, "h").host("h.example.com").ready()}, active: 1,
+			want: decision{Action: swapSettled, Sidecars: true},
+		},
+		"overlap: the host changed (and is claimed): a generation for it beside the old host's": {
+			gens: []gb{generation(1, "h").host("old.example.com").ready()}, active: 1,
+			want: decision{Action: swapCreate, Raise: true},
+		},
+		"replace: the host changed: the old host's generation is proven gone first": {
+			strategy: v1.StrategyReplace, gens: []gb{generation(1, "h").host("old.example.com").ready()}, active: 1,
+			want: decision{Action: swapRetireAll},
+		},
 		"the serving app ended: replace it": {
 			gens: []gb{generation(1, "h").exited()}, active: 1,
 			want: decision{Action: swapReplaceExited, Target: 1},
@@ -166,7 +182,7 @@ func TestDecideSwap(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			f := swapFacts{strategy: tc.strategy, hash: "h", waking: tc.waking}
+			f := swapFacts{strategy: tc.strategy, hash: "h", host: "h.example.com", waking: tc.waking}
 			if f.strategy == "" {
 				f.strategy = v1.StrategyOverlap
 			}

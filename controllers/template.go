@@ -16,6 +16,7 @@ import (
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
 	"github.com/unitlet/unitlet/runtime/cgroups"
+	"github.com/unitlet/unitlet/runtime/identity"
 	"github.com/unitlet/unitlet/runtime/node"
 	"github.com/unitlet/unitlet/runtime/units"
 )
@@ -153,15 +154,17 @@ func refError(kind, namespace, name string, err error) error {
 // startRequest is what every slot of inst starts with from template t
 // (the Instance's, or the one a Generation froze): its host, env with the
 // envFrom data read through reader, working dir, identity and parent
-// limit. The caller adds the command and what is its own (tier, grace).
-func startRequest(ctx context.Context, reader client.Reader, inst *v1.Instance, ref node.Ref, t *v1.Template, allowRoot bool) (node.StartRequest, error) {
+// limit, with g, the grant of its user (ReadGrant). The caller adds the
+// command and what is its own (tier, grace).
+func startRequest(ctx context.Context, reader client.Reader, inst *v1.Instance, ref node.Ref, t *v1.Template, g identity.Grant) (node.StartRequest, error) {
 	refs, err := refEnv(ctx, reader, inst.Namespace, t)
 	if err != nil {
 		return node.StartRequest{}, err
 	}
 	return node.StartRequest{
 		Ref: ref, Host: inst.Spec.Host, SpecEnv: specEnv(t), RefEnv: refs,
-		WorkingDir: t.WorkingDir, User: t.User, AllowRoot: allowRoot, Parent: tierOf(t.Tier),
-		Activated: inst.Spec.SocketActivation != nil,
+		WorkingDir: t.WorkingDir, User: t.User, Grant: g, Parent: tierOf(t.Tier),
+		AllowMetadata: t.AllowsCloudMetadata(),
+		Activated:     inst.Spec.SocketActivation != nil,
 	}, nil
 }

@@ -33,4 +33,5 @@ expect() { # expect KIND "HEADER…" ROW-PATTERN
 expect inst '^NAME +HOST +NODE +ACTIVE +READY +REASON +AGE$' '^shop +shop\.example\.com +vm +'
 expect gen  '^NAME +INSTANCE +NUMBER +PHASE +STARTED +READY +AGE$' '^shop-1 +shop +1 +'
 expect enr  '^NAME +APPROVED +MODE +AGE$' '^vm +true +'
-if [ "$fail" = 0 ]; then echo "printer columns ok (inst, gen, enr)"; else echo "printer columns: failed"; exit 1; fi
+expect ug   '^NAME +USER +NAMESPACES +NODES +GROUPS +AGE$' '^www-data-default +www-data +.*default'
+if [ "$fail" = 0 ]; then echo "printer columns ok (inst, gen, enr, ug)"; else echo "printer columns: failed"; exit 1; fi

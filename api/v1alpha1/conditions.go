@@ -43,19 +43,28 @@ const (
 	ReasonSeedFailed       = "SeedFailed"
 	ReasonReadinessTimeout = "ReadinessTimeout"
 	ReasonFenced           = "Fenced"
-	// ReasonHostInUse: another Instance on the node, created first,
-	// serves the same spec.host; this one starts nothing.
+	// ReasonHostInUse: another Instance in the cluster holds the
+	// HostClaim of spec.host; this one starts nothing of that host.
 	ReasonHostInUse = "HostInUse"
 	// ReasonNoAgent: no agent enrolled the Instance's node
 	// (Reconciling=True); ReasonNodeLost: the node's agent stopped
 	// renewing its Lease (Ready=Unknown). Both are written by nodewatch.
 	ReasonNoAgent  = "NoAgent"
 	ReasonNodeLost = "NodeLost"
-	// ReasonRootNotAllowed: the template's user is uid 0 and the node's
-	// Enrollment does not allow root; ReasonUnknownUser: the node has no
-	// such user. Nothing of the Instance starts until that changes.
-	ReasonRootNotAllowed = "RootNotAllowed"
-	ReasonUnknownUser    = "UnknownUser"
+	// ReasonMetadataNotGranted: the template asks for the cloud metadata
+	// service and no UserGrant of its user allows it (Stalled).
+	ReasonMetadataNotGranted = "MetadataNotGranted"
+	// ReasonUserNotGranted: no UserGrant grants the template's user to
+	// the namespace on the node. ReasonRootNotAllowed: the granted user is
+	// uid 0 and the grant is not one of root. ReasonUserNeverGranted: the
+	// user's uid or a group is one no grant gives (gid 0, the socket
+	// group, the agent's --app-ids). ReasonUnknownUser: the node has no
+	// such user (said only once the user is granted). Nothing of the
+	// Instance starts until that changes.
+	ReasonUserNotGranted   = "UserNotGranted"
+	ReasonRootNotAllowed   = "RootNotAllowed"
+	ReasonUserNeverGranted = "UserNeverGranted"
+	ReasonUnknownUser      = "UnknownUser"
 	// ReasonReconcileFailed: a step of the reconcile failed (the message
 	// says which and why, e.g. a full disk on the node); it is retried
 	// with backoff (Reconciling=True).
@@ -134,6 +143,10 @@ const Finalizer = "hosting.unitlet.dev/lease"
 
 // LabelInstance names a Generation's Instance.
 const LabelInstance = "hosting.unitlet.dev/instance"
+
+// LabelHolderUID on a HostClaim is its holder's UID, so that an Instance
+// finds every claim it holds (a former host's too) with one list.
+const LabelHolderUID = "hosting.unitlet.dev/holder-uid"
 
 // FieldNodeName is the selectable field an agent's cache filters its
 // Instances and Generations by.

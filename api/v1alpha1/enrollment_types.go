@@ -21,12 +21,6 @@ type EnrollmentSpec struct {
 	// approval.
 	// +optional
 	Approved bool `json:"approved,omitempty"`
-	// AllowRoot lets Instances on this node run as root (uid 0), still
-	// in the sandbox and without capabilities. An administrator's field,
-	// like Approved; by default an Instance naming a user with uid 0 does
-	// not start (Stalled, reason RootNotAllowed).
-	// +optional
-	AllowRoot bool `json:"allowRoot,omitempty"`
 }
 
 // GuardCheck is one precondition for hosting and its last result.

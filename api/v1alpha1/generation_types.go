@@ -42,6 +42,15 @@ type GenerationSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="number is immutable"
 	Number int64 `json:"number"`
 
+	// Host is the Instance's spec.host when this generation was made: the
+	// host it serves, held by the Instance's HostClaim. Empty on a
+	// generation made before hosts were frozen (it serves the Instance's
+	// host).
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="host is immutable"
+	Host string `json:"host,omitempty"`
+
 	// Template is the frozen template this generation runs.
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="template is immutable: change the Instance to make a new Generation"
 	Template Template `json:"template"`

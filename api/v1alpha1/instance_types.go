@@ -22,7 +22,8 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.overlap) || !has(self.overlap.memory) || quantity(string(self.overlap.memory)).compareTo(quantity(string(self.template.tier.memory))) >= 0",message="overlap.memory must be at least template.tier.memory"
 type InstanceSpec struct {
 	// Host is the name the app is served under; a DNS-1123 subdomain,
-	// unique among a node's Instances.
+	// held by one Instance in the cluster (its HostClaim): another that
+	// names it starts nothing of it (Stalled, HostInUse).
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="host must be a DNS-1123 subdomain: lowercase letters, digits, '-' and '.', starting and ending with a letter or digit"

@@ -43,12 +43,18 @@ type Template struct {
 	// +kubebuilder:validation:MaxLength=4096
 	WorkingDir string `json:"workingDir,omitempty"`
 
-	// User to run as. Never root by default: empty means the agent's
-	// unprivileged default user.
+	// User to run as: a user of the node an administrator granted to this
+	// namespace there (a UserGrant). Empty, the default, means a uid and
+	// gid of the Instance's own, never root.
 	// +optional
 	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z_][a-z0-9_-]*[$]?$')",message="user must be a valid user name (lowercase letters, digits, '_' and '-')"
 	User string `json:"user,omitempty"`
+
+	// Network relaxes what the app may reach; by default nothing of its
+	// Instance's processes reaches the cloud metadata service.
+	// +optional
+	Network *Network `json:"network,omitempty"`
 
 	// Tier is the resource tier: the limits of one generation.
 	Tier Tier `json:"tier"`
@@ -163,4 +169,27 @@ type Sidecar struct {
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="sidecar name must be a DNS-1123 label"
 	Name string `json:"name"`
 	Role `json:",inline"`
+}
+
+// Network is what an Instance's processes may reach beyond the default.
+type Network struct {
+	// CloudMetadata: Deny (the default) refuses every connect and
+	// datagram to the cloud metadata service (169.254.169.254,
+	// fd00:ec2::254), which hands out the node's credentials. Allow takes
+	// a UserGrant of the template's user with cloudMetadata: true.
+	// +optional
+	// +kubebuilder:default=Deny
+	// +kubebuilder:validation:Enum=Deny;Allow
+	CloudMetadata string `json:"cloudMetadata,omitempty"`
+}
+
+// CloudMetadata values.
+const (
+	CloudMetadataDeny  = "Deny"
+	CloudMetadataAllow = "Allow"
+)
+
+// AllowsCloudMetadata says whether t asks to reach the metadata service.
+func (t *Template) AllowsCloudMetadata() bool {
+	return t.Network != nil && t.Network.CloudMetadata == CloudMetadataAllow
 }

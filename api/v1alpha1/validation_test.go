@@ -194,6 +194,34 @@ func TestInstanceNodeNameImmutable(t *testing.T) {
 	}
 }
 
+// TestHostClaimHolderImmutable: a claim passes to another holder only by
+// being deleted and created anew, never by an update.
+func TestHostClaimHolderImmutable(t *testing.T) {
+	c := &v1.HostClaim{ObjectMeta: metav1.ObjectMeta{Name: "claimed.example.com"},
+		Spec: v1.HostClaimSpec{Namespace: "default", Name: "holder", UID: "u-holder", NodeName: "node-a"}}
+	if err := k8s.Create(ctx(t), c); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), c) })
+	for name, mutate := range map[string]func(*v1.HostClaimSpec){
+		"namespace": func(s *v1.HostClaimSpec) { s.Namespace = "other" },
+		"uid":       func(s *v1.HostClaimSpec) { s.UID = "u-other" },
+		"node":      func(s *v1.HostClaimSpec) { s.NodeName = "node-b" },
+	} {
+		t.Run(name, func(t *testing.T) {
+			cur := &v1.HostClaim{}
+			if err := k8s.Get(ctx(t), client.ObjectKeyFromObject(c), cur); err != nil {
+				t.Fatal(err)
+			}
+			mutate(&cur.Spec)
+			err := k8s.Update(ctx(t), cur)
+			if err == nil || !strings.Contains(err.Error(), "a HostClaim's holder is immutable") {
+				t.Fatalf("got %v, want refusal", err)
+			}
+		})
+	}
+}
+
 func TestGenerationValidation(t *testing.T) {
 	t.Run("number zero refused", func(t *testing.T) {
 		g := generation("gen-zero")
@@ -205,6 +233,7 @@ func TestGenerationValidation(t *testing.T) {
 	})
 
 	g := generation("frozen")
+	g.Spec.Host = "frozen.example.com"
 	if err := k8s.Create(ctx(t), g); err != nil {
 		t.Fatal(err)
 	}
@@ -219,6 +248,7 @@ func TestGenerationValidation(t *testing.T) {
 		"number changed":   {func(g *v1.Generation) { g.Spec.Number = 2 }, "number is immutable"},
 		"instance changed": {func(g *v1.Generation) { g.Spec.Instance = "other" }, "instance is immutable"},
 		"node changed":     {func(g *v1.Generation) { g.Spec.NodeName = "node-b" }, "nodeName is immutable"},
+		"host changed":     {func(g *v1.Generation) { g.Spec.Host = "other.example.com" }, "host is immutable"},
 	}
 	for name, tc := range updates {
 		t.Run(name, func(t *testing.T) {

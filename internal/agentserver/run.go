@@ -16,8 +16,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
+	"github.com/unitlet/unitlet/controllers"
 	"github.com/unitlet/unitlet/internal/agentapi"
 	"github.com/unitlet/unitlet/internal/metrics"
+	"github.com/unitlet/unitlet/runtime/identity"
 	"github.com/unitlet/unitlet/runtime/node"
 	"github.com/unitlet/unitlet/runtime/outcome"
 )
@@ -65,6 +67,10 @@ func (s *Server) serveRun(w http.ResponseWriter, r *http.Request, ns, name strin
 	res := s.Node.Run(r.Context(), node.RunRequest{
 		InstanceRef: node.InstanceRef{Namespace: ns, Name: name}, Name: runName, Generation: uint64(gen),
 		Argv: req.Command, Grace: s.Grace, Stdin: stdin,
+		// A run is a new start: as a named user, only while granted.
+		Grant: func(user string) (identity.Grant, error) {
+			return controllers.ReadGrant(r.Context(), s.Client, ns, user, s.NodeName)
+		},
 		Stdout: fw.stream(agentapi.FrameStdout), Stderr: fw.stream(agentapi.FrameStderr),
 	})
 	took := time.Since(began)

@@ -10,6 +10,8 @@ import (
 
 	"github.com/go-logr/logr"
 	"golang.org/x/sys/unix"
+
+	"github.com/unitlet/unitlet/runtime/layout/layouttest"
 )
 
 // TestHandOffOnce: an offered socket reaches the caller that names it,
@@ -29,7 +31,7 @@ func TestHandOffOnce(t *testing.T) {
 	if fi, err := os.Stat(filepath.Join(dir, "activation.sock")); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("hand-off socket mode: %v %v, want 0600", fi.Mode(), err)
 	}
-	if err := s.Offer("ns/app/1", l, []string{ownCgroup(t)}); err != nil {
+	if err := s.Offer("ns/app/1", l, []string{layouttest.OwnCgroup(t)}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Fetch(filepath.Join(dir, "activation.sock"), "ns/app/2"); err == nil {

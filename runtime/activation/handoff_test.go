@@ -10,24 +10,9 @@ import (
 
 	"github.com/go-logr/logr"
 	"golang.org/x/sys/unix"
-)
 
-// ownCgroup is a cgroup this process is in, other than a hierarchy's
-// root: the hand-off serves only a caller in its unit's cgroup.
-func ownCgroup(t *testing.T) string {
-	t.Helper()
-	b, err := os.ReadFile("/proc/self/cgroup")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		if parts := strings.SplitN(l, ":", 3); len(parts) == 3 && parts[2] != "/" {
-			return parts[2]
-		}
-	}
-	t.Skip("this process is in every hierarchy's root cgroup: no cgroup tells its unit's trampoline from another caller")
-	return ""
-}
+	"github.com/unitlet/unitlet/runtime/layout/layouttest"
+)
 
 // A caller in another cgroup than the unit's is refused, root or not,
 // and the offer stays for the right one; with SO_PEERPIDFD and with the
@@ -36,7 +21,7 @@ func TestHandOffOnlyToItsUnitsCgroup(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("not root: the hand-off serves uid 0 only")
 	}
-	own := ownCgroup(t)
+	own := layouttest.OwnCgroup(t)
 	tests := map[string]struct {
 		cgroups []string
 		served  bool

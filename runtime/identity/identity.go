@@ -9,9 +9,16 @@ import (
 
 // Errors a caller turns into a condition.
 var (
-	// ErrRootRefused: the process would run as uid 0 on a node whose
-	// administrator has not allowed root.
-	ErrRootRefused = errors.New("runs as root (uid 0), which this node does not allow")
+	// ErrNotGranted: the template names a user no administrator granted
+	// to the Instance's namespace on this node. Nothing of the node's
+	// user database was read: the error says nothing of the account.
+	ErrNotGranted = errors.New("not granted to this namespace on this node")
+	// ErrRootRefused: the granted user is uid 0, and the grant is not one
+	// of the user root.
+	ErrRootRefused = errors.New("is root (uid 0), which only a grant of the user root allows")
+	// ErrNeverGranted: the user's uid or one of its groups is one that no
+	// grant gives (gid 0, the socket group, an id of the reserved range).
+	ErrNeverGranted = errors.New("is never granted to an Instance")
 	// ErrUnknownUser: the template names a user the node does not have.
 	ErrUnknownUser = errors.New("no such user on the node")
 	// ErrRangeFull: every uid of the reserved range is taken.

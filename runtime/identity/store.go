@@ -23,6 +23,8 @@ type Store struct {
 	Dir   string
 	Range Range
 	Users Users
+	// SocketGID is the socket group's gid (-1: none), never granted.
+	SocketGID int
 
 	mu     sync.Mutex
 	loaded bool
@@ -31,18 +33,19 @@ type Store struct {
 }
 
 // Resolve returns the credential ns/name runs as: user's when user is set
-// (a uid 0 refused unless allowRoot), else the Instance's own uid,
-// allocated on first use.
-func (s *Store) Resolve(ns, name, user string, allowRoot bool) (Credential, error) {
+// and g grants it (see Grant), else the Instance's own uid, allocated on
+// first use. A user g does not name is refused before the node's user
+// database is read.
+func (s *Store) Resolve(ns, name, user string, g Grant) (Credential, error) {
 	if user != "" {
-		c, err := s.Users.Lookup(user)
+		if user != g.User {
+			return Credential{}, fmt.Errorf("user %s: %w", user, ErrNotGranted)
+		}
+		a, err := s.Users.Lookup(user)
 		if err != nil {
 			return Credential{}, err
 		}
-		if c.UID == 0 && !allowRoot {
-			return Credential{}, fmt.Errorf("user %s: %w", user, ErrRootRefused)
-		}
-		return c, nil
+		return s.restrict(a, g)
 	}
 	uid, err := s.allocate(key(ns, name))
 	if err != nil {

@@ -16,6 +16,20 @@ import (
 // NSS: the agent's image has no NSS modules, and the apps run on the host.
 type Users struct{ Dir string }
 
+// Account is a passwd entry with the groups that list it as a member.
+type Account struct {
+	Name     string
+	UID, GID int
+	// Member are the groups listing the account, its primary one aside.
+	Member []Group
+}
+
+// Group is a group of the node.
+type Group struct {
+	Name string
+	GID  int
+}
+
 func (u Users) dir() string {
 	if u.Dir == "" {
 		return "/etc"
@@ -23,12 +37,12 @@ func (u Users) dir() string {
 	return u.Dir
 }
 
-// Lookup returns the credential of the user called name: its uid,
-// primary gid and the groups that list it as a member.
-func (u Users) Lookup(name string) (Credential, error) {
+// Lookup returns the account called name: its uid, primary gid and the
+// groups that list it as a member (what initgroups(3) would give).
+func (u Users) Lookup(name string) (Account, error) {
 	passwd, err := ReadColonFile(filepath.Join(u.dir(), "passwd"))
 	if err != nil {
-		return Credential{}, err
+		return Account{}, err
 	}
 	for _, f := range passwd {
 		if len(f) < 4 || f[0] != name {
@@ -37,25 +51,43 @@ func (u Users) Lookup(name string) (Credential, error) {
 		uid, err1 := strconv.Atoi(f[2])
 		gid, err2 := strconv.Atoi(f[3])
 		if err1 != nil || err2 != nil {
-			return Credential{}, fmt.Errorf("user %s: malformed passwd entry", name)
+			return Account{}, fmt.Errorf("user %s: malformed passwd entry", name)
 		}
-		c := Credential{UID: uid, GID: gid, User: name}
-		if c.Groups, err = u.memberOf(name, gid); err != nil {
-			return Credential{}, err
+		a := Account{Name: name, UID: uid, GID: gid}
+		if a.Member, err = u.memberOf(name, gid); err != nil {
+			return Account{}, err
 		}
-		return c, nil
+		return a, nil
 	}
-	return Credential{}, fmt.Errorf("%w: %s is not in %s", ErrUnknownUser, name, filepath.Join(u.dir(), "passwd"))
+	return Account{}, fmt.Errorf("%w: %s is not in %s", ErrUnknownUser, name, filepath.Join(u.dir(), "passwd"))
 }
 
-// memberOf lists the gids whose group lists name as a member, primary
-// first (what initgroups(3) gives).
-func (u Users) memberOf(name string, primary int) ([]int, error) {
+// Groups returns the node's groups by name.
+func (u Users) Groups() (map[string]int, error) {
+	lines, err := ReadColonFile(filepath.Join(u.dir(), "group"))
+	if err != nil {
+		return nil, err
+	}
+	byName := make(map[string]int, len(lines))
+	for _, f := range lines {
+		if len(f) < 3 {
+			continue
+		}
+		if gid, err := strconv.Atoi(f[2]); err == nil {
+			byName[f[0]] = gid
+		}
+	}
+	return byName, nil
+}
+
+// memberOf lists the groups other than primary that list name as a
+// member, in the group file's order.
+func (u Users) memberOf(name string, primary int) ([]Group, error) {
 	groups, err := ReadColonFile(filepath.Join(u.dir(), "group"))
 	if err != nil {
 		return nil, err
 	}
-	gids := []int{primary}
+	var member []Group
 	for _, f := range groups {
 		if len(f) < 4 {
 			continue
@@ -66,12 +98,12 @@ func (u Users) memberOf(name string, primary int) ([]int, error) {
 		}
 		for _, m := range strings.Split(f[3], ",") {
 			if m == name {
-				gids = append(gids, gid)
+				member = append(member, Group{Name: f[0], GID: gid})
 				break
 			}
 		}
 	}
-	return gids, nil
+	return member, nil
 }
 
 // ReadColonFile reads a passwd(5)-style file as its lines' fields;

@@ -50,11 +50,14 @@ type StartRequest struct {
 	SpecEnv    map[string]string // the Instance's own env layer
 	RefEnv     map[string]string // Secret/ConfigMap data, above SpecEnv
 	WorkingDir string
-	User       string       // "" for the Instance's own uid
-	AllowRoot  bool         // the node's administrator allows uid 0
-	Tier       cgroups.Tier // the slot's own limit (zero for seed/sidecar)
-	Parent     cgroups.Tier // the instance parent's floor (the tier)
-	Grace      time.Duration
+	User       string         // "" for the Instance's own uid
+	Grant      identity.Grant // the administrator's word on User
+	// AllowMetadata: the template asks to reach the cloud metadata
+	// service; refused (ErrMetadataNotGranted) unless Grant allows it.
+	AllowMetadata bool
+	Tier          cgroups.Tier // the slot's own limit (zero for seed/sidecar)
+	Parent        cgroups.Tier // the instance parent's floor (the tier)
+	Grace         time.Duration
 	// Activated: the agent binds the generation's listening socket and
 	// hands it over as fd 3 (run role only; see runtime/activation).
 	Activated bool
@@ -94,8 +97,9 @@ type Readiness struct {
 // a reconcile that crashed half-way calls it again.
 type Runtime interface {
 	// Identity says who inst's processes run as: user, or the Instance's
-	// own uid. identity.ErrRootRefused and ErrUnknownUser say why not.
-	Identity(inst InstanceRef, user string, allowRoot bool) (identity.Credential, error)
+	// own uid, under grant g (see identity.Grant). identity.ErrNotGranted,
+	// ErrRootRefused, ErrNeverGranted and ErrUnknownUser say why not.
+	Identity(inst InstanceRef, user string, g identity.Grant) (identity.Credential, error)
 	// Start prepares the slot (dirs, env, sockets, launch file), places it
 	// and starts its unit. The outcome says whether it may have run.
 	Start(ctx context.Context, req StartRequest) StartResult

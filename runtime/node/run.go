@@ -7,6 +7,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/unitlet/unitlet/runtime/identity"
 	"github.com/unitlet/unitlet/runtime/launch"
 	"github.com/unitlet/unitlet/runtime/layout"
 	"github.com/unitlet/unitlet/runtime/logs"
@@ -30,6 +31,32 @@ type RunRequest struct {
 	Stdin io.Reader
 	// Grace is the stop's SIGTERM-to-kill time when ctx ends first.
 	Grace time.Duration
+	// Grant reads the administrator's word on a named user now: a run is
+	// a new start, so a generation whose user is no longer granted runs
+	// no command. nil: no named user is granted.
+	Grant func(user string) (identity.Grant, error)
+}
+
+// granted refuses a run as c, the generation's identity, when c is a
+// named user no grant gives now, or uid 0 without a grant of root.
+func (req RunRequest) granted(c identity.Credential) error {
+	if c.User == "" {
+		return nil
+	}
+	var g identity.Grant
+	if req.Grant != nil {
+		var err error
+		if g, err = req.Grant(c.User); err != nil {
+			return fmt.Errorf("node: grant of %s: %w", c.User, err)
+		}
+	}
+	switch {
+	case g.User != c.User:
+		return fmt.Errorf("node: run as %s: %w", c.User, identity.ErrNotGranted)
+	case c.UID == 0 && !g.Root:
+		return fmt.Errorf("node: run as %s: %w", c.User, identity.ErrRootRefused)
+	}
+	return nil
 }
 
 // RunResult is how a run ended.
@@ -139,6 +166,9 @@ func (n *Node) prepareRun(ctx context.Context, ref Ref, p layout.Proc, req RunRe
 	lf, err := launch.Read(li.PrivateDir(), g.LaunchFile())
 	if err != nil {
 		return nil, launch.File{}, fmt.Errorf("node: run against generation %d: %w", req.Generation, err)
+	}
+	if err := req.granted(lf.Identity); err != nil {
+		return nil, launch.File{}, err
 	}
 	st, err := n.cfg.Backend.Observe(ctx, p)
 	if err != nil {

@@ -54,6 +54,9 @@ var (
 	ErrNoAppSocket = errors.New("node: generation has no app socket")
 	// ErrNotAGeneration refuses Probe and Promote of a role slot.
 	ErrNotAGeneration = errors.New("node: not a generation slot")
+	// ErrMetadataNotGranted refuses a start that asks for the cloud
+	// metadata service without a grant that allows it.
+	ErrMetadataNotGranted = errors.New("the cloud metadata service is not granted")
 )
 
 // Node is the Runtime of one node.
@@ -133,7 +136,7 @@ func New(cfg Config) (*Node, error) {
 	life, cancel := context.WithCancel(context.Background())
 	n := &Node{cfg: cfg, events: make(chan Ref), life: life, cancel: cancel,
 		pending:   pendingRefs{refs: map[Ref]struct{}{}, wake: make(chan struct{}, 1)},
-		ids:       &identity.Store{Dir: cfg.Layout.IdentityDir(), Range: cfg.IDs, Users: cfg.Users},
+		ids:       &identity.Store{Dir: cfg.Layout.IdentityDir(), Range: cfg.IDs, Users: cfg.Users, SocketGID: cfg.SocketGID},
 		instances: map[InstanceRef]*instance{}}
 	go n.deliver()
 	return n, nil
@@ -142,20 +145,20 @@ func New(cfg Config) (*Node, error) {
 // appIdentity is who an Instance's processes are on the node, and whether
 // they run as uid 0 in a user namespace of their own: a granted root is
 // the Instance's own uid to the node, root only to itself.
-func (n *Node) appIdentity(inst InstanceRef, user string, allowRoot bool) (identity.Credential, bool, error) {
-	cred, err := n.ids.Resolve(inst.Namespace, inst.Name, user, allowRoot)
+func (n *Node) appIdentity(inst InstanceRef, user string, g identity.Grant) (identity.Credential, bool, error) {
+	cred, err := n.ids.Resolve(inst.Namespace, inst.Name, user, g)
 	if err != nil || cred.UID != 0 {
 		return cred, false, err
 	}
-	own, err := n.ids.Resolve(inst.Namespace, inst.Name, "", false)
+	own, err := n.ids.Resolve(inst.Namespace, inst.Name, "", identity.Grant{})
 	own.User = cred.User
 	return own, true, err
 }
 
 // Identity resolves who inst's processes run as (see identity.Store),
 // allocating the Instance's own uid on first use.
-func (n *Node) Identity(inst InstanceRef, user string, allowRoot bool) (identity.Credential, error) {
-	return n.ids.Resolve(inst.Namespace, inst.Name, user, allowRoot)
+func (n *Node) Identity(inst InstanceRef, user string, g identity.Grant) (identity.Credential, error) {
+	return n.ids.Resolve(inst.Namespace, inst.Name, user, g)
 }
 
 // Shutdown bounds every proof running now or started later by ctx (the

@@ -58,9 +58,12 @@ func (n *Node) Start(ctx context.Context, req StartRequest) StartResult {
 		return res
 	}
 
-	cred, userns, err := n.appIdentity(req.InstanceRef, req.User, req.AllowRoot)
+	cred, userns, err := n.appIdentity(req.InstanceRef, req.User, req.Grant)
 	if err != nil {
 		return notPrepared(fmt.Errorf("node: identity of %s: %w", res.Unit, err))
+	}
+	if req.AllowMetadata && !req.Grant.CloudMetadata {
+		return notPrepared(fmt.Errorf("node: %s: %w", res.Unit, ErrMetadataNotGranted))
 	}
 	logFile, err := n.logFile(p.Instance(), in)
 	if err != nil {
@@ -69,7 +72,7 @@ func (n *Node) Start(ctx context.Context, req StartRequest) StartResult {
 	pr, err := prepare.Prepare(prepare.Request{
 		Instance: p.Instance(), Host: req.Host, Role: p.Role(), Generation: p.Generation(), Name: p.SidecarName(),
 		SocketGID: n.cfg.SocketGID,
-		App:       cred, RootInUserNamespace: userns,
+		App:       cred, RootInUserNamespace: userns, AllowMetadata: req.AllowMetadata,
 		SpecEnv: req.SpecEnv, RefEnv: req.RefEnv,
 		Fence: in.fence.For(p.Generation()), State: n.stateFunc(in, p.Generation()),
 		LogFile: logFile, Logger: n.cfg.Log,

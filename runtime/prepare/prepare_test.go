@@ -400,3 +400,44 @@ func TestDataDirHandedOverToTheApp(t *testing.T) {
 		t.Errorf("the link's target was changed: uid %d, %v", st.Uid, err)
 	}
 }
+
+// The launch file says what the process may not reach and whose user
+// namespace it runs in: the metadata service denied unless allowed; a
+// granted root as uid 0 mapped to the identity that owns the files.
+func TestLaunchFileWorld(t *testing.T) {
+	tests := map[string]struct {
+		allowMetadata, rootInUserNS bool
+		wantDeny                    []string
+		wantID                      launch.Identity
+		wantUserNS                  *launch.IDMap
+	}{
+		"default":                     {wantDeny: []string{"169.254.169.254", "fd00:ec2::254"}, wantID: launch.Identity{UID: nobody, GID: nobody}},
+		"metadata allowed by a grant": {allowMetadata: true, wantID: launch.Identity{UID: nobody, GID: nobody}},
+		"granted root": {rootInUserNS: true, wantDeny: []string{"169.254.169.254", "fd00:ec2::254"},
+			wantUserNS: &launch.IDMap{UID: nobody, GID: nobody}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t)
+			req := f.request(layout.RoleRun, 1)
+			req.AllowMetadata, req.RootInUserNamespace = tc.allowMetadata, tc.rootInUserNS
+			res := prepareOK(t, req)
+			if err := res.WriteLaunch("shop.example.com", []string{"/bin/app"}, ""); err != nil {
+				t.Fatal(err)
+			}
+			lf, err := launch.Read(f.inst.PrivateDir(), "launch.gen.1.json")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(tc.wantDeny, lf.NetworkDeny); d != "" {
+				t.Errorf("networkDeny (-want,+got):\n%s", d)
+			}
+			if d := cmp.Diff(tc.wantID, lf.Identity); d != "" {
+				t.Errorf("identity (-want,+got):\n%s", d)
+			}
+			if d := cmp.Diff(tc.wantUserNS, lf.UserNamespace); d != "" {
+				t.Errorf("userNamespace (-want,+got):\n%s", d)
+			}
+		})
+	}
+}

@@ -3,7 +3,6 @@ package trampoline
 import (
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/unitlet/unitlet/runtime/activation"
 	"github.com/unitlet/unitlet/runtime/launch"
+	"github.com/unitlet/unitlet/runtime/layout/layouttest"
 )
 
 // fdScript prints what the exec'd program holds beyond 0-2, and the
@@ -66,7 +66,7 @@ func TestActivatedAppGetsItsSocketAtFD3(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Close()
-	if err := srv.Offer("unit-g1", l, []string{ownCgroup(t)}); err != nil {
+	if err := srv.Offer("unit-g1", l, []string{layouttest.OwnCgroup(t)}); err != nil {
 		t.Fatal(err)
 	}
 	r, w, err := os.Pipe()
@@ -85,21 +85,4 @@ func TestActivatedAppGetsItsSocketAtFD3(t *testing.T) {
 	if d := cmp.Diff(want, loggedLines(t, file, len(want))); d != "" {
 		t.Errorf("(-want,+got):\n%s", d)
 	}
-}
-
-// ownCgroup is a cgroup this process (and the trampoline it starts) is
-// in, other than a hierarchy's root: the hand-off serves only its unit's.
-func ownCgroup(t *testing.T) string {
-	t.Helper()
-	b, err := os.ReadFile("/proc/self/cgroup")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		if parts := strings.SplitN(l, ":", 3); len(parts) == 3 && parts[2] != "/" {
-			return parts[2]
-		}
-	}
-	t.Skip("this process is in every hierarchy's root cgroup: no cgroup tells its trampoline from another caller")
-	return ""
 }

@@ -29,9 +29,9 @@ func sandbox(writable []string) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("make mounts private: %w", err)
 	}
-	keep := append([]string{}, writable...)
-	// Copies of the writable trees, taken before the private /tmp can
-	// hide one (a state root below /tmp, as in tests), placed after it.
+	// Copies of the writable trees, taken before anything is made
+	// read-only or hidden (a state root below /tmp or /dev/shm, as in
+	// tests), placed last.
 	trees := make([]int, len(writable))
 	for i, w := range writable {
 		fd, err := unix.OpenTree(unix.AT_FDCWD, w, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
@@ -41,7 +41,13 @@ func sandbox(writable []string) error {
 		defer unix.Close(fd)
 		trees[i] = fd
 	}
-	if err := privateTmps(&keep); err != nil {
+	if err := allReadOnly(); err != nil {
+		return err
+	}
+	if err := privateTmps(); err != nil {
+		return err
+	}
+	if err := world(writable); err != nil {
 		return err
 	}
 	for i, w := range writable {
@@ -52,13 +58,19 @@ func sandbox(writable []string) error {
 			return fmt.Errorf("bind %s writable: %w", w, err)
 		}
 	}
+	// The private /dev's own tmpfs last: a writable tree may sit below it.
+	return setReadOnly("/dev", false)
+}
+
+// allReadOnly makes every mount of this namespace read-only.
+func allReadOnly() error {
 	mounts, err := mountPoints()
 	if err != nil {
 		return err
 	}
 	ro := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}
 	for _, m := range mounts {
-		if m.readOnly || under(m.path, keep) {
+		if m.readOnly {
 			continue
 		}
 		err := unix.MountSetattr(unix.AT_FDCWD, m.path, unix.AT_SYMLINK_NOFOLLOW|unix.AT_NO_AUTOMOUNT, &ro)
@@ -66,12 +78,11 @@ func sandbox(writable []string) error {
 			return fmt.Errorf("make %s read-only: %w", m.path, err)
 		}
 	}
-	return world(writable)
+	return nil
 }
 
-// privateTmps mounts a fresh tmpfs on each of privateTmp that exists and
-// adds it to keep.
-func privateTmps(keep *[]string) error {
+// privateTmps mounts a fresh tmpfs on each of privateTmp that exists.
+func privateTmps() error {
 	for _, t := range privateTmp {
 		if fi, err := os.Lstat(t); err != nil || !fi.IsDir() {
 			continue
@@ -79,7 +90,6 @@ func privateTmps(keep *[]string) error {
 		if err := unix.Mount("tmpfs", t, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777"); err != nil {
 			return fmt.Errorf("private %s: %w", t, err)
 		}
-		*keep = append(*keep, t)
 	}
 	return nil
 }

@@ -96,8 +96,8 @@ func holdsAny(dir string, paths []string) bool {
 
 // privateDev mounts a tmpfs on /dev with the harmless device nodes, the
 // usual links, a private /dev/shm, /dev/mqueue (this IPC namespace's) and
-// /dev/pts (a new devpts instance, for a run's terminal), then makes the
-// tmpfs itself read-only.
+// /dev/pts (a new devpts instance, for a run's terminal). sandbox makes
+// the tmpfs itself read-only once the writable trees are in place.
 func privateDev() error {
 	if err := unix.Mount("tmpfs", "/dev", "tmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, "mode=755,size=64k"); err != nil {
 		return err
@@ -129,7 +129,7 @@ func privateDev() error {
 			return fmt.Errorf("mount %s: %w", s.dir, err)
 		}
 	}
-	return setReadOnly("/dev", false)
+	return nil
 }
 
 // privateProc mounts a fresh procfs on /proc that shows each process only

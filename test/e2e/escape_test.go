@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -52,12 +53,13 @@ func TestEscapeMatrix(t *testing.T) {
 	}
 
 	// A run joins its Instance's world, as kubectl exec joins a pod's.
-	run := testutil.Plugin(t, kubeconfig, "run", "escape-probe", "--", "/bin/sh", "-c",
-		`for f in /proc/[0-9]*/cmdline; do tr '\0' ' ' < $f; echo; done`)
-	if run.Code() != 0 {
-		t.Fatalf("run: exit %d: %s", run.Code(), run.Stderr())
-	}
-	out := run.Stdout()
+	var out string
+	eventually(t, "a run in escape-probe (once the agent's endpoint is published)", time.Minute, func() (bool, string) {
+		run := testutil.Plugin(t, kubeconfig, "run", "escape-probe", "--", "/bin/sh", "-c",
+			`for f in /proc/[0-9]*/cmdline; do tr '\0' ' ' < $f; echo; done`)
+		out = run.Stdout()
+		return run.Code() == 0, fmt.Sprintf("exit %d: %s", run.Code(), run.Stderr())
+	})
 	if !strings.Contains(out, probe+" probe") || strings.Contains(out, probe+" hold") {
 		t.Errorf("a run should see its own app and nobody else's; it saw:\n%s", out)
 	}

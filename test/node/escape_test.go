@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
 	"github.com/unitlet/unitlet/internal/testkit/escapeprobe/report"
 	"github.com/unitlet/unitlet/internal/testkit/nodevm"
@@ -80,9 +82,34 @@ func escapeMatrix(t *testing.T) {
 		t.Errorf("the metadata stand-in saw %s connections, want 1 (the guest's own): an Instance reached it", n)
 	}
 
+	// Allowed by an administrator's grant, the same dial reaches the
+	// stand-in: the dummy interface of the guest's own, nothing further.
+	grant := &v1.UserGrant{
+		ObjectMeta: metav1.ObjectMeta{Name: "nobody-metadata"},
+		Spec:       v1.UserGrantSpec{User: "nobody", Namespaces: []string{testutil.Namespace}, Nodes: []string{nodeName}, CloudMetadata: true},
+	}
+	if err := k8s.Create(context.Background(), grant); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), grant) })
+	allowed := testutil.Sample(t, "hosting_v1alpha1_instance_replace.yaml", nodeName)
+	allowed.Name, allowed.Spec.Host = "escape-allowed", "escape-allowed.example.com"
+	testutil.EscapeApp(probe, "probe", marker)(allowed)
+	allowed.Spec.Template.User = "nobody"
+	allowed.Spec.Template.Network = &v1.Network{CloudMetadata: v1.CloudMetadataAllow}
+	allowed.Spec.Template.Env = append(allowed.Spec.Template.Env, v1.EnvVar{Name: "PROBE_METADATA", Value: metadataAddr + ":80"})
+	if err := k8s.Create(context.Background(), allowed); err != nil {
+		t.Fatal(err)
+	}
+	kube.WaitServing(t, "escape-allowed", 1)
+	eventually(t, "the allowed Instance reaches the stand-in", time.Minute, func() (bool, string) {
+		n := guest(t, "wc -l < "+seen)
+		return n == "2", n + " connections seen"
+	})
+
 	unit := kube.Generation(t, "escape-probe", 1).Status.Unit
 	t.Logf("systemd-analyze security %s:\n%s", unit, guest(t, "systemd-analyze security --no-pager "+unit+" || true"))
-	for _, name := range []string{"escape-probe", "escape-holder"} {
+	for _, name := range []string{"escape-probe", "escape-holder", "escape-allowed"} {
 		kube.DeleteAndWait(t, name, 3*time.Minute)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
@@ -25,8 +26,9 @@ func credentials(t *testing.T, pid int64) string {
 
 // ownUIDs: shop and ledger, without a user, run as uids of their own
 // from the reserved range, own their data dirs and cannot read each
-// other's; a template naming root starts nothing until the node's
-// administrator allows root, and then runs as uid 0 without capabilities.
+// other's; a template naming root starts nothing until an administrator
+// grants root to its namespace on this node (a UserGrant), and then runs
+// as uid 0 without capabilities.
 func ownUIDs(t *testing.T) {
 	uids := map[string]string{}
 	for _, name := range []string{"shop", "ledger"} {
@@ -62,34 +64,59 @@ func ownUIDs(t *testing.T) {
 	if err := k8s.Create(context.Background(), rooty); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "rooty Stalled: RootNotAllowed", time.Minute, func() (bool, string) {
+	eventually(t, "rooty Stalled: UserNotGranted", time.Minute, func() (bool, string) {
 		i := kube.Instance(t, "rooty")
 		c := meta.FindStatusCondition(i.Status.Conditions, v1.ConditionStalled)
-		return c != nil && c.Status == "True" && c.Reason == v1.ReasonRootNotAllowed, testutil.Conditions(i.Status.Conditions)
+		return c != nil && c.Status == "True" && c.Reason == v1.ReasonUserNotGranted, testutil.Conditions(i.Status.Conditions)
 	})
 	if u := units(t); strings.Contains(strings.Join(u, " "), "rooty") {
 		t.Fatalf("a unit of rooty exists: %v", u)
 	}
-	setAllowRoot(t, true)
-	t.Cleanup(func() { setAllowRoot(t, false) })
+	grantRoot(t)
 	kube.WaitServing(t, "rooty", 1)
-	f := strings.Fields(credentials(t, kube.Generation(t, "rooty", 1).Status.MainPID))
-	if strings.Join(f, " ") != "0 0 0 0 0000000000000000 1" {
-		t.Errorf("allowed root runs as %v, want uid 0 with no capability and no new privileges", f)
+	// A granted root is uid 0 only in a user namespace of its own, whose
+	// 0 is the Instance's own uid: the unit's main process is the
+	// trampoline supervising it, dropped to that uid; the app its child.
+	supervisor := kube.Generation(t, "rooty", 1).Status.MainPID
+	f := strings.Fields(credentials(t, supervisor))
+	var own int
+	fmt.Sscan(f[0], &own)
+	if len(f) != 6 || !identity.DefaultRange.Contains(own) || f[1] != f[0] || f[4] != "0000000000000000" || f[5] != "1" {
+		t.Errorf("granted root's supervisor runs as %v, want the Instance's own uid with no capability and no new privileges", f)
+	}
+	app := guest(t, fmt.Sprintf("cat /proc/%d/task/%d/children", supervisor, supervisor))
+	if m := strings.Join(strings.Fields(guest(t, "cat /proc/"+strings.TrimSpace(app)+"/uid_map")), " "); m != "0 "+f[0]+" 1" {
+		t.Errorf("granted root's app (pid %s) has uid_map %q, want uid 0 mapped to the Instance's own uid %s", app, m, f[0])
+	}
+	if a := strings.Fields(credentials(t, mustInt(t, app))); len(a) != 6 || a[0] != f[0] || a[4] != "0000000000000000" {
+		t.Errorf("granted root's app is %v on the node, want uid %s with no capability", a, f[0])
 	}
 	kube.DeleteAndWait(t, "rooty", 3*time.Minute)
 }
 
-// setAllowRoot is the administrator's patch of the node's Enrollment.
-func setAllowRoot(t *testing.T, allowed bool) {
+// grantRoot is the administrator's UserGrant of root to the test
+// namespace on this node only, removed when the test ends.
+func grantRoot(t *testing.T) {
 	t.Helper()
-	enr := &v1.Enrollment{}
-	if err := k8s.Get(context.Background(), client.ObjectKey{Name: nodeName}, enr); err != nil {
+	g := &v1.UserGrant{
+		ObjectMeta: metav1.ObjectMeta{Name: "root-" + testutil.Namespace},
+		Spec:       v1.UserGrantSpec{User: "root", Namespaces: []string{testutil.Namespace}, Nodes: []string{nodeName}},
+	}
+	if err := k8s.Create(context.Background(), g); err != nil {
 		t.Fatal(err)
 	}
-	patch := client.MergeFrom(enr.DeepCopy())
-	enr.Spec.AllowRoot = allowed
-	if err := k8s.Patch(context.Background(), enr, patch); err != nil {
-		t.Fatal(err)
+	t.Cleanup(func() {
+		if err := k8s.Delete(context.Background(), g); client.IgnoreNotFound(err) != nil {
+			t.Error(err)
+		}
+	})
+}
+
+func mustInt(t *testing.T, s string) int64 {
+	t.Helper()
+	var n int64
+	if _, err := fmt.Sscan(strings.TrimSpace(s), &n); err != nil {
+		t.Fatalf("not a pid: %q", s)
 	}
+	return n
 }

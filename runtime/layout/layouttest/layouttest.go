@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,6 +22,10 @@ import (
 // RunParent holds the run roots (a tmpfs, as /run is on a host, with
 // paths short enough for unix sockets) and the state roots.
 const RunParent = "/dev/shm"
+
+// ExeParent holds the copies of test binaries that apps run: not below
+// /tmp or /dev, which every app's sandbox replaces with private ones.
+const ExeParent = "/run"
 
 // staleAfter is older than any run of a test could be.
 const staleAfter = 15 * time.Minute
@@ -76,8 +81,8 @@ func New(t testing.TB, prefix string) layout.Layout {
 }
 
 // Exe is a copy of the running test binary that an app in the sandbox can
-// run: in a dir of its own under RunParent, open to every uid, since an
-// app sees neither the host's /tmp (where go test builds) nor, as its own
+// run: in a dir of its own under ExeParent, open to every uid, since an
+// app sees neither the host's /tmp (where go test builds) nor its /dev, nor, as its own
 // unprivileged uid, a dir only root may enter. Removed when t ends.
 func Exe(t testing.TB, prefix string) string {
 	t.Helper()
@@ -91,7 +96,7 @@ func Exe(t testing.TB, prefix string) string {
 	}
 	var rnd [4]byte
 	_, _ = rand.Read(rnd[:])
-	dir := filepath.Join(RunParent, prefix+"exe-"+hex.EncodeToString(rnd[:]))
+	dir := filepath.Join(ExeParent, prefix+"exe-"+hex.EncodeToString(rnd[:]))
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -125,4 +130,22 @@ func SweepOld(prefix string) {
 			_ = os.RemoveAll(r)
 		}
 	}
+}
+
+// OwnCgroup is a cgroup this process (and what it starts) is in, other
+// than a hierarchy's root: the activation hand-off serves only a caller
+// in its unit's cgroup. Without one, t is skipped.
+func OwnCgroup(t testing.TB) string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if parts := strings.SplitN(l, ":", 3); len(parts) == 3 && parts[2] != "/" {
+			return parts[2]
+		}
+	}
+	t.Skip("this process is in every hierarchy's root cgroup: no cgroup tells a unit's trampoline from another caller")
+	return ""
 }

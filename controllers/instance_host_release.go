@@ -1,0 +1,102 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1 "github.com/unitlet/unitlet/api/v1alpha1"
+)
+
+// formerClaims are the claims among claims that inst holds for a host
+// other than its spec.host: what a host change left behind.
+func formerClaims(claims []v1.HostClaim, inst *v1.Instance) []*v1.HostClaim {
+	var out []*v1.HostClaim
+	for i := range claims {
+		c := &claims[i]
+		if c.Spec.UID == inst.UID && c.Name != inst.Spec.Host {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// releasable are the former claims no generation serves any more: every
+// generation made for that host (or before hosts were frozen, whose host
+// is not known) is proven gone.
+func releasable(former []*v1.HostClaim, gens []*v1.Generation) []*v1.HostClaim {
+	var out []*v1.HostClaim
+	for _, c := range former {
+		served := false
+		for _, g := range gens {
+			served = served || ((g.Spec.Host == c.Name || g.Spec.Host == "") && !terminated(g))
+		}
+		if !served {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// releaseFormerHosts gives back the hosts a host change left once nothing
+// serves them. The generations are read from the API server: one just made
+// for the former host may not be in the cache yet.
+func (s *swap) releaseFormerHosts(ctx context.Context) (ctrl.Result, error) {
+	var list v1.HostClaimList
+	if err := s.r.Client.List(ctx, &list, client.MatchingLabels{v1.LabelHolderUID: string(s.inst.UID)}); err != nil {
+		return ctrl.Result{}, fmt.Errorf("list the instance's host claims: %w", err)
+	}
+	former := formerClaims(list.Items, s.inst)
+	if len(former) == 0 {
+		return ctrl.Result{}, nil
+	}
+	gens, err := listGenerations(ctx, s.r.Reader, s.inst)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	for _, c := range releasable(former, gens) {
+		if err := s.r.releaseClaim(ctx, c); err != nil {
+			return ctrl.Result{}, err
+		}
+		ctrl.LoggerFrom(ctx).Info("former host released", "host", c.Name)
+	}
+	return ctrl.Result{}, nil
+}
+
+// releaseAllHosts gives back every host the Instance holds, once nothing
+// of it runs; the list is the API server's, so that a claim just made is
+// not left behind when the finalizer goes.
+func (s *swap) releaseAllHosts(ctx context.Context) error {
+	var list v1.HostClaimList
+	if err := s.r.Reader.List(ctx, &list, client.MatchingLabels{v1.LabelHolderUID: string(s.inst.UID)}); err != nil {
+		return fmt.Errorf("list the instance's host claims: %w", err)
+	}
+	for i := range list.Items {
+		if c := &list.Items[i]; c.Spec.UID == s.inst.UID {
+			if err := s.r.releaseClaim(ctx, c); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// claimants are the node's Instances that name claim's host: a claim
+// deleted wakes those waiting for it.
+func (r *InstanceReconciler) claimants(ctx context.Context, claim client.Object) []reconcile.Request {
+	var list v1.InstanceList
+	if err := r.Client.List(ctx, &list); err != nil {
+		ctrl.LoggerFrom(ctx).Info("host claim changed; the node's instances cannot be listed", "host", claim.GetName(), "error", err.Error())
+		return nil
+	}
+	var out []reconcile.Request
+	for _, i := range list.Items {
+		if i.Spec.Host == claim.GetName() && i.Spec.NodeName == r.NodeName {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&i)})
+		}
+	}
+	return out
+}
