@@ -86,7 +86,6 @@ var hardening = []sddbus.Property{
 	{Name: "ProtectHostname", Value: godbus.MakeVariant(true)},
 	{Name: "LockPersonality", Value: godbus.MakeVariant(true)},
 	{Name: "RestrictRealtime", Value: godbus.MakeVariant(true)},
-	{Name: "RestrictSUIDSGID", Value: godbus.MakeVariant(true)},
 	{Name: "SystemCallArchitectures", Value: godbus.MakeVariant([]string{"native"})},
 }
 
