@@ -86,7 +86,7 @@ func setupEnrollment(mgr ctrl.Manager, opts Options, log logr.Logger, j joining,
 	if opts.LeaseNamespace != "" {
 		lease = &leaseRenewer{client: c, namespace: opts.LeaseNamespace, node: opts.NodeName,
 			holder: opts.NodeName + "/" + cmp.Or(id.MachineID, "no-machine-id"),
-			clock:  j.clock, every: j.leaseRenew, duration: j.leaseDuration, log: log.WithName("lease"), claim: errNotYetHeld}
+			clock:  j.clock, every: j.leaseRenew, duration: j.leaseDuration, log: log.WithName("lease")}
 		if err := mgr.Add(lease); err != nil {
 			return err
 		}
@@ -107,7 +107,7 @@ func setupEnrollment(mgr ctrl.Manager, opts Options, log logr.Logger, j joining,
 		return err
 	}
 	if lease != nil {
-		r.Claim = lease.Claim
+		r.Lease = lease.State
 	}
 	return r.SetupWithManager(mgr)
 }

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -103,7 +104,7 @@ func startAgent(t *testing.T, node string, opts Options, tune ...func(*joining))
 	opts.MetricsAddr = "0"
 	opts.UnitBackend = BackendDirect
 	opts.SocketGroup = "root"
-	opts.LeaseNamespace = "unitlet-system"
+	opts.LeaseNamespace = cmp.Or(opts.LeaseNamespace, "unitlet-system")
 	a.opts = opts
 	j := joining{every: 100 * time.Millisecond, prepareEvery: 300 * time.Millisecond,
 		leaseRenew: 200 * time.Millisecond, leaseDuration: 2 * time.Second, clock: clock.RealClock{}, setupHosting: a.probe.setup}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/unitlet/unitlet/controllers"
 	"github.com/unitlet/unitlet/nodewatch"
 )
 
@@ -29,7 +30,9 @@ const (
 // leaseRenewer keeps namespace/node's Lease renewed while the agent runs,
 // as holder (the node and its machine ID): a Lease another machine holds
 // and renews means two agents claim one node name, and this one must not
-// host (Claim) until that Lease runs out.
+// host, nor write the Enrollment, until that Lease runs out. A Lease that
+// cannot be written at all (its namespace missing, the agent's rights
+// wrong) is no such conflict: the Enrollment reports it (see State).
 type leaseRenewer struct {
 	client          client.Client
 	namespace, node string
@@ -39,23 +42,37 @@ type leaseRenewer struct {
 	every, duration time.Duration
 
 	mu    sync.Mutex
-	claim error // nil once held; errNotYetHeld before the first renewal
+	state controllers.NodeLease
+	tried bool
 }
 
-var errNotYetHeld = errors.New("the node's Lease has not been taken yet")
+var errNotYetTried = errors.New("the node's Lease has not been taken yet")
 
-// Claim is nil while this agent holds its node's Lease. A failed renewal
-// (the API unreachable) leaves it as it was: unknown is not a conflict.
-func (l *leaseRenewer) Claim() error {
+// State is how the Lease stands. Before the first renewal it is a
+// Conflict (nothing known yet); a failed renewal leaves Conflict as it
+// was: the API unreachable, or the Lease unwritable, is not a conflict.
+func (l *leaseRenewer) State() controllers.NodeLease {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.claim
+	if !l.tried {
+		return controllers.NodeLease{Conflict: errNotYetTried}
+	}
+	return l.state
 }
 
-func (l *leaseRenewer) setClaim(err error) {
+// record is one renewal's result: err, and conflict when another agent
+// holds the Lease.
+func (l *leaseRenewer) record(err error, conflict bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.claim = err
+	l.tried = true
+	l.state.Err = err
+	switch {
+	case err == nil:
+		l.state.Held, l.state.Conflict = true, nil
+	case conflict:
+		l.state.Conflict = err
+	}
 }
 
 // NeedLeaderElection is false: every agent renews its own node's Lease.
@@ -66,10 +83,9 @@ func (l *leaseRenewer) NeedLeaderElection() bool { return false }
 func (l *leaseRenewer) Start(ctx context.Context) error {
 	logged := ""
 	for {
-		err := l.renew(ctx)
-		if err != nil && errors.Is(l.Claim(), errNotYetHeld) {
-			// Never held: say why on /hostingz, not only in the log.
-			l.setClaim(fmt.Errorf("%w: %w", errNotYetHeld, err))
+		conflict, err := l.renew(ctx)
+		if ctx.Err() == nil {
+			l.record(err, conflict)
 		}
 		if err != nil && ctx.Err() == nil && err.Error() != logged {
 			logged = err.Error()
@@ -85,7 +101,8 @@ func (l *leaseRenewer) Start(ctx context.Context) error {
 	}
 }
 
-func (l *leaseRenewer) renew(ctx context.Context) error {
+// renew takes or renews the Lease; conflict says another agent holds it.
+func (l *leaseRenewer) renew(ctx context.Context) (conflict bool, _ error) {
 	now := l.clock.Now()
 	seconds := ptr.To(int32(l.duration / time.Second))
 	lease := &coordinationv1.Lease{}
@@ -97,19 +114,16 @@ func (l *leaseRenewer) renew(ctx context.Context) error {
 				AcquireTime: &metav1.MicroTime{Time: now}, RenewTime: &metav1.MicroTime{Time: now}},
 		}
 		if err := l.client.Create(ctx, lease); err != nil {
-			return fmt.Errorf("create lease %s/%s: %w", l.namespace, l.node, err)
+			return false, fmt.Errorf("create lease %s/%s: %w", l.namespace, l.node, err)
 		}
-		l.setClaim(nil)
-		return nil
+		return false, nil
 	}
 	if err != nil {
-		return fmt.Errorf("read lease %s/%s: %w", l.namespace, l.node, err)
+		return false, fmt.Errorf("read lease %s/%s: %w", l.namespace, l.node, err)
 	}
 	if other := ptr.Deref(lease.Spec.HolderIdentity, ""); other != "" && other != l.holder && stillHeld(lease, now) {
-		err := fmt.Errorf("node name %s is claimed by another agent (%s) whose Lease is still renewed: two agents must not host one node; this one waits for that Lease to run out",
+		return true, fmt.Errorf("node name %s is claimed by another agent (%s) whose Lease is still renewed: two agents must not host one node; this one waits for that Lease to run out",
 			l.node, other)
-		l.setClaim(err)
-		return err
 	}
 	if ptr.Deref(lease.Spec.HolderIdentity, "") != l.holder {
 		lease.Spec.AcquireTime = &metav1.MicroTime{Time: now}
@@ -117,10 +131,9 @@ func (l *leaseRenewer) renew(ctx context.Context) error {
 	lease.Spec.HolderIdentity, lease.Spec.LeaseDurationSeconds = ptr.To(l.holder), seconds
 	lease.Spec.RenewTime = &metav1.MicroTime{Time: now}
 	if err := l.client.Update(ctx, lease); err != nil {
-		return fmt.Errorf("renew lease %s/%s: %w", l.namespace, l.node, err)
+		return false, fmt.Errorf("renew lease %s/%s: %w", l.namespace, l.node, err)
 	}
-	l.setClaim(nil)
-	return nil
+	return false, nil
 }
 
 // stillHeld: lease has not run out at now (nodewatch's reading of it).

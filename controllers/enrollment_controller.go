@@ -61,10 +61,9 @@ type EnrollmentReconciler struct {
 	Guard    Guard
 	Facts    NodeFacts
 	Gate     *hostgate.Switch
-	// Claim, when set, says whether this agent holds its node's name (its
-	// Lease): while another agent does, this one reads and writes nothing
-	// of the Enrollment and hosts nothing.
-	Claim func() error
+	// Lease, when set, says how this agent's node Lease stands (see
+	// NodeLease); it is reported as the NodeLease condition.
+	Lease func() NodeLease
 	// StartHosting registers the hosting reconcilers; called once. Its
 	// failure is Fatal's: the agent cannot host, and stops.
 	StartHosting func() error
@@ -83,7 +82,21 @@ type EnrollmentReconciler struct {
 	claimErr error
 	hosted   bool
 	prepared time.Time
-	logged   map[string]bool // error texts already logged
+	// One per cause of an error log: see logChange.
+	apiLog, prepareLog, reportLog logChange
+}
+
+// NodeLease is how this agent's node Lease stands.
+type NodeLease struct {
+	// Conflict: another machine's agent holds and renews the Lease (two
+	// machines claim one node name), or none was tried yet. While set, the
+	// reconciler reads and writes nothing of the Enrollment and hosts
+	// nothing.
+	Conflict error
+	// Held: this agent has held the Lease since it started.
+	Held bool
+	// Err is the last renewal's error; nil once one succeeded.
+	Err error
 }
 
 // list and watch serve the watch of its own Enrollment (selected by name),
@@ -94,41 +107,44 @@ type EnrollmentReconciler struct {
 // Reconcile is one round: guard, approval, preparation, decision, gate,
 // report.
 func (r *EnrollmentReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result, error) {
-	if r.Claim != nil {
-		err := r.Claim()
-		r.mu.Lock()
-		r.claimErr = err
-		r.mu.Unlock()
-		if err != nil {
-			if r.Gate.Set(false) {
-				metrics.SetMode(metrics.ModeJoining)
-			}
-			r.Log.V(1).Info("not hosting until this node's Lease is this agent's", "reason", err.Error())
-			return ctrl.Result{RequeueAfter: time.Second}, nil
+	lease := r.nodeLease()
+	r.mu.Lock()
+	r.claimErr = lease.Conflict
+	r.mu.Unlock()
+	if lease.Conflict != nil {
+		if r.Gate.Set(false) {
+			metrics.SetMode(metrics.ModeJoining)
 		}
+		r.Log.V(1).Info("not hosting until this node's Lease is this agent's", "reason", lease.Conflict.Error())
+		return ctrl.Result{RequeueAfter: time.Second}, nil
 	}
 	checks := r.Guard.Check(ctx)
 	enr, approved, err := r.approved(ctx)
+	if r.apiLog.changed(err) {
+		r.Log.Error(err, "the API could not be read or written; the mode stays as it was")
+	}
 	if err != nil {
-		r.logOnce(err, "the API could not be read or written; the mode stays as it was")
 		return ctrl.Result{}, err
 	}
 	if armed, _ := join.Armed(checks); approved && !armed {
 		if now := r.Clock.Now(); r.prepared.IsZero() || now.Sub(r.prepared) >= r.PrepareEvery {
 			r.prepared = now
-			if err := r.Guard.Prepare(); err != nil {
-				r.logOnce(err, "guard preparation incomplete")
+			if err := r.Guard.Prepare(); r.prepareLog.changed(err) {
+				r.Log.Error(err, "guard preparation incomplete")
 			}
 			checks = r.Guard.Check(ctx)
 		}
 	}
-	d := join.Decide(join.Facts{Approved: approved, Checks: checks, Hosted: r.hosted})
+	d := join.Decide(join.Facts{Approved: approved, Checks: checks, Hosted: r.hosted, LeaseNotHeld: lease.notHeld()})
 	if err := r.apply(d); err != nil {
 		r.Fatal(err)
 		return ctrl.Result{}, nil
 	}
-	if err := r.report(ctx, enr, checks, d); err != nil {
-		r.logOnce(err, "the Enrollment's status could not be written")
+	err = r.report(ctx, enr, checks, d, lease)
+	if r.reportLog.changed(err) {
+		r.Log.Error(err, "the Enrollment's status could not be written")
+	}
+	if err != nil {
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: r.Every}, nil
@@ -164,15 +180,22 @@ func (r *EnrollmentReconciler) apply(d join.Decision) error {
 	return nil
 }
 
-func (r *EnrollmentReconciler) logOnce(err error, msg string) {
-	if r.logged == nil {
-		r.logged = map[string]bool{}
+// nodeLease is Lease's answer; without a Lease it is held.
+func (r *EnrollmentReconciler) nodeLease() NodeLease {
+	if r.Lease == nil {
+		return NodeLease{Held: true}
 	}
-	if r.logged[err.Error()] {
-		return
+	return r.Lease()
+}
+
+// notHeld is why the Lease was never held ("" once it was): the Lease
+// could not be written at all, which the Enrollment reports rather than
+// hide the node from its administrator.
+func (l NodeLease) notHeld() string {
+	if l.Held || l.Err == nil {
+		return ""
 	}
-	r.logged[err.Error()] = true
-	r.Log.Error(err, msg)
+	return l.Err.Error()
 }
 
 // Decision is the mode as last decided; known is false until the
@@ -268,7 +291,7 @@ func EnsureEnrollment(ctx context.Context, c client.Client, node string) (*hosti
 // report writes facts, checks and the decision to enr's status. It sends
 // nothing when the status would not change, so an idle node costs the
 // API server a read per re-check and no write.
-func (r *EnrollmentReconciler) report(ctx context.Context, enr *hostingv1alpha1.Enrollment, checks []join.Check, d join.Decision) error {
+func (r *EnrollmentReconciler) report(ctx context.Context, enr *hostingv1alpha1.Enrollment, checks []join.Check, d join.Decision, lease NodeLease) error {
 	facts := r.Facts
 	orig := enr.DeepCopy()
 	st := &enr.Status
@@ -286,6 +309,9 @@ func (r *EnrollmentReconciler) report(ctx context.Context, enr *hostingv1alpha1.
 	}
 	for _, c := range enrollmentConditions(enr, d) {
 		meta.SetStatusCondition(&st.Conditions, c)
+	}
+	if r.Lease != nil {
+		meta.SetStatusCondition(&st.Conditions, leaseCondition(enr, lease))
 	}
 	if equality.Semantic.DeepEqual(orig.Status, enr.Status) {
 		return nil
@@ -323,4 +349,15 @@ func enrollmentConditions(enr *hostingv1alpha1.Enrollment, d join.Decision) []me
 	}
 	hosting := cond(hostingv1alpha1.ConditionHosting, d.Accepting, string(d.Stage), msg)
 	return []metav1.Condition{armed, enrolled, hosting}
+}
+
+// leaseCondition is NodeLease for lease: False with the API's error while
+// renewals fail, so an administrator sees why without the agent's log.
+func leaseCondition(enr *hostingv1alpha1.Enrollment, lease NodeLease) metav1.Condition {
+	c := metav1.Condition{Type: hostingv1alpha1.ConditionNodeLease, Status: metav1.ConditionTrue,
+		Reason: hostingv1alpha1.ReasonLeaseRenewed, Message: "the node's Lease is renewed by this agent", ObservedGeneration: enr.Generation}
+	if lease.Err != nil {
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, hostingv1alpha1.ReasonLeaseNotRenewed, lease.Err.Error()
+	}
+	return c
 }

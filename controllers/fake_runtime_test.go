@@ -33,6 +33,9 @@ type fakeRuntime struct {
 	// drains are the answers Drain gives a slot, one per call, the last
 	// one repeated; none: nothing to drain.
 	drains map[node.Ref][]node.DrainState
+	// execFails: a slot's command cannot be executed (the exec error and
+	// its why); its start reads ExitedBeforeObserved with exit code 127.
+	execFails map[node.Ref]string
 }
 
 func newFakeRuntime() *fakeRuntime {
@@ -40,7 +43,7 @@ func newFakeRuntime() *fakeRuntime {
 		start: map[node.Ref]outcome.StartKind{}, probe: map[node.Ref]error{},
 		unproven: map[node.Ref]outcome.KillReason{}, running: map[node.Ref]bool{}, exits: map[node.Ref]*outcome.Exit{},
 		events: make(chan node.Ref, 64), refEnv: map[node.Ref]map[string]string{},
-		drains: map[node.Ref][]node.DrainState{},
+		drains: map[node.Ref][]node.DrainState{}, execFails: map[node.Ref]string{},
 	}
 }
 
@@ -117,6 +120,11 @@ func (f *fakeRuntime) Start(_ context.Context, req node.StartRequest) node.Start
 	kind, ok := f.start[req.Ref]
 	if !ok {
 		kind = outcome.Running
+	}
+	if msg, ok := f.execFails[req.Ref]; ok {
+		s := outcome.Start{Kind: outcome.ExitedBeforeObserved, Unit: req.Name, Cause: outcome.ErrExitedBeforeObserved,
+			Exit: &outcome.Exit{Result: "exit-code", Code: 127, ExecFailed: msg}}
+		return node.StartResult{Start: s, Unit: req.Name}
 	}
 	s := outcome.Start{Kind: kind, Unit: req.Name, MainPID: 4242}
 	switch kind {

@@ -123,6 +123,10 @@ func generationStatus(gen *v1.Generation, f genFacts) []genEvent {
 		case outcome.ExitedBeforeObserved:
 			st.Phase = v1.PhaseFailed
 			st.Exit = exitStatus(s.Exit)
+			if s.Exit != nil && s.Exit.ExecFailed != "" {
+				execFailed(n, s.Exit, set, emit)
+				break
+			}
 			set(v1.ConditionStarted, metav1.ConditionFalse, v1.ReasonExitedBeforeObserved, msg)
 			emit(corev1.EventTypeWarning, v1.ReasonExitedBeforeObserved, "Start", "generation %d crashed at start: %s", n, msg)
 		default: // MayHaveRun, QueuedJobMayRun: say so, never claim either way
@@ -137,10 +141,14 @@ func generationStatus(gen *v1.Generation, f genFacts) []genEvent {
 		if o.Exit != nil && !o.Populated && st.Phase != v1.PhaseFailed {
 			st.Phase = v1.PhaseFailed
 			st.Exit = exitStatus(o.Exit)
-			set(v1.ConditionReady, metav1.ConditionFalse, v1.ReasonExited, describeExit(o.Exit))
-			// It did start; "running" is no longer so.
-			set(v1.ConditionStarted, metav1.ConditionTrue, v1.ReasonExited, fmt.Sprintf("ran as pid %d, then %s", st.MainPID, describeExit(o.Exit)))
-			emit(corev1.EventTypeWarning, v1.ReasonExited, "Observe", "generation %d exited: %s", n, describeExit(o.Exit))
+			if o.Exit.ExecFailed != "" {
+				execFailed(n, o.Exit, set, emit)
+			} else {
+				set(v1.ConditionReady, metav1.ConditionFalse, v1.ReasonExited, describeExit(o.Exit))
+				// It did start; "running" is no longer so.
+				set(v1.ConditionStarted, metav1.ConditionTrue, v1.ReasonExited, fmt.Sprintf("ran as pid %d, then %s", st.MainPID, describeExit(o.Exit)))
+				emit(corev1.EventTypeWarning, v1.ReasonExited, "Observe", "generation %d exited: %s", n, describeExit(o.Exit))
+			}
 		}
 	}
 	if f.unresolved != "" {

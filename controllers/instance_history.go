@@ -31,10 +31,29 @@ func (s *swap) pruneHistory(ctx context.Context) (ctrl.Result, error) {
 			done = append(done, g)
 		}
 	}
-	for _, g := range done[:max(0, len(done)-limit)] {
+	for _, g := range prunable(done, limit) {
 		if err := s.r.Client.Delete(ctx, g); client.IgnoreNotFound(err) != nil {
 			return ctrl.Result{}, fmt.Errorf("prune generation %d: %w", g.Spec.Number, err)
 		}
 	}
 	return ctrl.Result{}, nil
+}
+
+// prunable are those of done (retired and proven gone, oldest first) to
+// delete. A generation whose command could not be executed ran nothing:
+// its retries (one Generation each, with the restart backoff) do not
+// count against limit, or a missing binary would push the real history
+// out; of them only the newest is kept, for its message. The rest keep
+// the newest limit.
+func prunable(done []*v1.Generation, limit int) []*v1.Generation {
+	var out, real, execFailed []*v1.Generation
+	for _, g := range done {
+		if execFailedGen(g) {
+			execFailed = append(execFailed, g)
+		} else {
+			real = append(real, g)
+		}
+	}
+	out = append(out, execFailed[:max(0, len(execFailed)-1)]...)
+	return append(out, real[:max(0, len(real)-limit)]...)
 }

@@ -53,8 +53,14 @@ func appRestartKey(namespace, name string) string { return restartKeyPrefix(name
 // replaced no sooner than the restart backoff allows.
 func (s *swap) replaceExited(ctx context.Context, g *v1.Generation) (ctrl.Result, error) {
 	why := failure(g)
+	// A command that cannot be executed is no crash: the Instance says
+	// so, as the kubelet's RunContainerError, and is retried the same way.
+	waitReason := v1.ReasonBackOff
+	if execFailedGen(g) {
+		waitReason = v1.ReasonExecFailed
+	}
 	if wait := s.r.restarts.wait(appRestartKey(s.inst.Namespace, s.inst.Name)); wait > 0 {
-		s.note = note{reason: v1.ReasonBackOff, reconciling: true,
+		s.note = note{reason: waitReason, reconciling: true,
 			msg: fmt.Sprintf("generation %d ended (%s); its successor starts in %s", g.Spec.Number, why, wait.Round(time.Second))}
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}

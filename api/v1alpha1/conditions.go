@@ -22,6 +22,10 @@ const (
 	ConditionGuardArmed = "GuardArmed"
 	ConditionEnrolled   = "Enrolled"
 	ConditionHosting    = "Hosting"
+	// ConditionNodeLease: the agent's last renewal of its node's Lease
+	// succeeded (True/LeaseRenewed) or failed (False/LeaseNotRenewed, the
+	// API's error as message).
+	ConditionNodeLease = "NodeLease"
 )
 
 // Condition reasons: one CamelCase word each.
@@ -98,6 +102,11 @@ const (
 	ReasonMayHaveRun           = "MayHaveRun"
 	ReasonQueuedJobMayRun      = "QueuedJobMayRun"
 	ReasonExitedBeforeObserved = "ExitedBeforeObserved"
+	// ReasonExecFailed: the command could not be executed (missing on
+	// the node or in the app's sandbox, not executable); the message has
+	// the path, the error and, where the sandbox is the cause, why. The
+	// app never ran; it is retried with the restart backoff.
+	ReasonExecFailed = "ExecFailed"
 
 	// Kill proofs.
 	ReasonProven         = "Proven"
@@ -114,7 +123,7 @@ const (
 
 	// Enrollment. The Hosting condition's reason is the join stage
 	// (AwaitingApproval, GuardNotArmed, Hosting, ApprovalRevoked,
-	// GuardDisarmed).
+	// GuardDisarmed, LeaseNotHeld).
 	ReasonAwaitingApproval = "AwaitingApproval"
 	ReasonGuardCheckFailed = "GuardCheckFailed"
 	ReasonApproved         = "Approved"
@@ -123,6 +132,9 @@ const (
 	ReasonHosting          = "Hosting"
 	ReasonApprovalRevoked  = "ApprovalRevoked"
 	ReasonGuardDisarmed    = "GuardDisarmed"
+	ReasonLeaseNotHeld     = "LeaseNotHeld"
+	ReasonLeaseRenewed     = "LeaseRenewed"
+	ReasonLeaseNotRenewed  = "LeaseNotRenewed"
 )
 
 // Finalizer is the lease: the agent removes it only after every unit of

@@ -66,7 +66,8 @@ type EnrollmentStatus struct {
 	// +listType=map
 	// +listMapKey=name
 	Checks []GuardCheck `json:"checks,omitempty"`
-	// Conditions: GuardArmed, Enrolled, Hosting.
+	// Conditions: GuardArmed, Enrolled, Hosting, and NodeLease where the
+	// agent keeps a node Lease.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

@@ -24,6 +24,10 @@ const (
 	StageApprovalRevoked Stage = "ApprovalRevoked"
 	// StageGuardDisarmed: it hosted, then a guard check began to fail.
 	StageGuardDisarmed Stage = "GuardDisarmed"
+	// StageLeaseNotHeld: the agent could never write its node's Lease
+	// (its namespace missing, its rights wrong), so the node cannot be
+	// seen alive and hosts nothing, approved or not.
+	StageLeaseNotHeld Stage = "LeaseNotHeld"
 )
 
 // Facts are what a decision is made from.
@@ -34,6 +38,9 @@ type Facts struct {
 	Checks []Check
 	// Hosted: this process has hosted before (its reconcilers run).
 	Hosted bool
+	// LeaseNotHeld, when not empty, is why this agent never held its
+	// node's Lease (the API's error).
+	LeaseNotHeld string
 }
 
 // Decision is the node's mode and why.
@@ -57,6 +64,9 @@ func Decide(f Facts) Decision {
 	armed, failing := Armed(f.Checks)
 	d := Decision{Mode: ModeJoining, Armed: armed, Failing: failing}
 	switch {
+	case f.LeaseNotHeld != "":
+		d.Stage = StageLeaseNotHeld
+		d.Reason = "the node's Lease cannot be written (" + f.LeaseNotHeld + "): nothing is hosted, approved or not, until the agent holds it"
 	case f.Approved && armed:
 		d.Mode, d.Stage, d.Accepting = ModeHosting, StageHosting, true
 	case f.Hosted && !f.Approved:

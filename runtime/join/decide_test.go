@@ -53,6 +53,16 @@ func TestDecide(t *testing.T) {
 			want:       got{ModeJoining, StageGuardDisarmed, false},
 			wantReason: "StateRoot: missing",
 		},
+		"approved and armed without the node's Lease does not host": {
+			facts:      Facts{Approved: true, Checks: armed, LeaseNotHeld: "leases is forbidden"},
+			want:       got{ModeJoining, StageLeaseNotHeld, false},
+			wantReason: "leases is forbidden",
+		},
+		"not approved without the node's Lease names the Lease": {
+			facts:      Facts{Checks: armed, LeaseNotHeld: "namespace not found"},
+			want:       got{ModeJoining, StageLeaseNotHeld, false},
+			wantReason: "namespace not found",
+		},
 		"approved with no checks does not host": {
 			facts: Facts{Approved: true},
 			want:  got{ModeJoining, StageGuardNotArmed, false},

@@ -41,7 +41,7 @@ func (n *Node) Forget(ctx context.Context, ref Ref) error {
 	}
 	li := p.Instance()
 	var errs []error
-	for _, suffix := range []string{record.StartSuffix, record.PidSuffix, record.ExitSuffix} {
+	for _, suffix := range []string{record.StartSuffix, record.PidSuffix, record.ExitSuffix, record.ExecSuffix} {
 		errs = append(errs, removeFile(filepath.Join(li.ExitDir(), record.Name(p, suffix))))
 	}
 	for _, sock := range []string{p.LogSocket(), p.ErrLogSocket(), p.InSocket(), p.LogFIFO()} {

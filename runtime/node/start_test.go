@@ -71,7 +71,7 @@ func TestStartOutcomes(t *testing.T) {
 			command:   []string{"/nonexistent/app"},
 			want:      []outcome.StartKind{outcome.Running, outcome.ExitedBeforeObserved},
 			wantLater: outcome.ExitedBeforeObserved,
-			wantExit:  &outcome.Exit{Result: "exit-code", Code: 127},
+			wantExit:  &outcome.Exit{Result: "exit-code", Code: 127, ExecFailed: "exec /nonexistent/app: no such file or directory"},
 		},
 	}
 	for name, tc := range tests {

@@ -47,6 +47,10 @@ type Exit struct {
 	Code   int       // exit status when it exited
 	Signal int       // signal number when it was killed
 	At     time.Time // zero when unknown
+	// ExecFailed, when set, says that the command itself could not be
+	// executed ("exec /srv/x: no such file or directory (why)"): the app
+	// never ran, and its exit code is the trampoline's.
+	ExecFailed string
 }
 
 // Start is the result of one start attempt.

@@ -9,7 +9,6 @@
 package trampoline
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -33,7 +32,7 @@ const (
 	ExitNotFound   = 127 // argv[0] does not exist
 
 	commandName = "unitlet exec"
-	usage       = "usage: unitlet exec --launch FILE [--log-socket PATH | --log-fifo PATH] [--err-socket PATH] [--in-socket PATH]"
+	usage       = "usage: unitlet exec --launch FILE [--exec-record PATH] [--log-socket PATH | --log-fifo PATH] [--err-socket PATH] [--in-socket PATH]"
 )
 
 // Main runs `unitlet exec` with args (the flags after "exec"). It returns
@@ -56,11 +55,16 @@ func Main(args []string, stderr io.Writer) int {
 	logFIFO := fs.String("log-fifo", "", "named pipe for stdout and stderr (the systemd backend)")
 	errSocket := fs.String("err-socket", "", "unix socket for stderr alone (cmd role)")
 	inSocket := fs.String("in-socket", "", "unix socket stdin is read from (cmd role)")
+	execRecordPath := fs.String("exec-record", "", "file to write an exec failure into (the agent's exit dir)")
 	if err := fs.Parse(args); err != nil {
 		return fail(ExitUsage, "%v; %s", err, usage)
 	}
 	if *launchPath == "" || fs.NArg() != 0 || (*logSocket != "" && *logFIFO != "") {
 		return fail(ExitUsage, "%s", usage)
+	}
+	rec, err := openExecRecord(*execRecordPath)
+	if err != nil {
+		return fail(ExitSetup, "%v", err)
 	}
 	abs, err := filepath.Abs(*launchPath)
 	if err != nil {
@@ -86,11 +90,12 @@ func Main(args []string, stderr io.Writer) int {
 	// capabilities and no-new-privs are per thread (setuid and setgid are
 	// set on all threads anyway, by Go's all-threads syscalls).
 	runtime.LockOSThread()
+	rec.noteNode(lf.Argv[0])
 	if err := sandbox(lf.Writable); err != nil {
 		return fail(ExitSetup, "sandbox: %v", err)
 	}
 	if lf.UserNamespace != nil {
-		code, err := superviseInUserNS(lf, env, listener)
+		code, err := superviseInUserNS(lf, env, listener, rec)
 		if err != nil {
 			return fail(ExitSetup, "%v", err)
 		}
@@ -117,11 +122,8 @@ func Main(args []string, stderr io.Writer) int {
 	if err := installFilter(); err != nil {
 		return fail(ExitSetup, "%v", err)
 	}
-	err = unix.Exec(lf.Argv[0], lf.Argv, env)
-	if errors.Is(err, unix.ENOENT) {
-		return fail(ExitNotFound, "exec %s: %v", lf.Argv[0], err)
-	}
-	return fail(ExitCannotExec, "exec %s: %v", lf.Argv[0], err)
+	code, err := rec.failed(lf.Argv[0], unix.Exec(lf.Argv[0], lf.Argv, env))
+	return fail(code, "%v", err)
 }
 
 // guardNetwork keeps the unit's cgroup from reaching deny (launch.File

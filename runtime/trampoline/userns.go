@@ -1,7 +1,6 @@
 package trampoline
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -32,19 +31,21 @@ const InnerFlag = "--userns-inner"
 // a new user namespace, drops the supervisor to the mapped identity, and
 // waits. The sandbox is already built on this thread (the child inherits
 // its mount and IPC namespaces).
-func superviseInUserNS(lf launch.File, env []string, listener int) (int, error) {
+func superviseInUserNS(lf launch.File, env []string, listener int, rec *execRecord) (int, error) {
 	m := *lf.UserNamespace
 	// The child inherits the groups: none of root's may follow it.
 	if err := unix.Setgroups([]int{m.GID}); err != nil {
 		return 0, fmt.Errorf("setgroups: %w", err)
 	}
-	cmd := exec.Command("/proc/self/exe", append([]string{InnerFlag, "--"}, lf.Argv...)...)
-	cmd.Args[0] = lf.Argv[0]
+	cmd := exec.Command("/proc/self/exe")
 	cmd.Env, cmd.Dir = env, lf.WorkingDir
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	if listener >= 0 {
 		cmd.ExtraFiles = []*os.File{os.NewFile(uintptr(listener), "listener")} // fd 3
 	}
+	// The child writes the exec record (the fd after the listener's).
+	inner := append(append([]string{lf.Argv[0], InnerFlag}, rec.passTo(cmd)...), "--")
+	cmd.Args = append(inner, lf.Argv...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Cloneflags:  syscall.CLONE_NEWUSER,
 		UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: m.UID, Size: 1}},
@@ -89,8 +90,9 @@ func relay(sigs <-chan os.Signal, p *os.Process) {
 // namespace's capabilities, installs the filter and execs args (after
 // "--") with the environment it was given.
 func inner(args []string) (int, error) {
-	if len(args) < 2 || args[0] != "--" {
-		return ExitUsage, errors.New("usage: unitlet exec " + InnerFlag + " -- ARGV...")
+	rec, args, err := innerRecord(args)
+	if err != nil || len(args) < 2 || args[0] != "--" {
+		return ExitUsage, fmt.Errorf("usage: unitlet exec %s [%sFD] [%s] -- ARGV... (%v)", InnerFlag, innerRecordFD, innerOnNode, err)
 	}
 	argv := args[1:]
 	if err := emptyBoundingSet(); err != nil {
@@ -111,11 +113,7 @@ func inner(args []string) (int, error) {
 	if err := installFilter(); err != nil {
 		return ExitSetup, err
 	}
-	err := unix.Exec(argv[0], argv, env)
-	if errors.Is(err, unix.ENOENT) {
-		return ExitNotFound, fmt.Errorf("exec %s: %w", argv[0], err)
-	}
-	return ExitCannotExec, fmt.Errorf("exec %s: %w", argv[0], err)
+	return rec.failed(argv[0], unix.Exec(argv[0], argv, env))
 }
 
 func setEnv(env []string, key, value string) []string {

@@ -200,6 +200,7 @@ func (b *Direct) Start(ctx context.Context, spec Spec) outcome.Start {
 		return fail(outcome.MayHaveRun, fmt.Errorf("units: start %s: started, then: %w", unit, err))
 	default:
 		res.Exit = &outcome.Exit{Result: e.Result, Code: e.Code, Signal: e.Signal, At: e.At}
+		attachExecFailure(p, res.Exit)
 		return fail(outcome.ExitedBeforeObserved, fmt.Errorf("%s %w", unit, outcome.ErrExitedBeforeObserved))
 	}
 	res.Kind = outcome.Running
@@ -272,7 +273,7 @@ func (b *Direct) claim(spec Spec) (claimed, error) {
 	// that run is seen gone, so they describe nothing alive, and they must
 	// not be read as this run's. Only files are records: whatever else
 	// sits at the name is left for the shim to fail on.
-	for _, suffix := range []string{record.PidSuffix, record.ExitSuffix} {
+	for _, suffix := range []string{record.PidSuffix, record.ExitSuffix, record.ExecSuffix} {
 		err := unix.Unlink(filepath.Join(c.dir, record.Name(p, suffix)))
 		if err != nil && err != unix.ENOENT && err != unix.EISDIR {
 			c.undo()

@@ -74,7 +74,21 @@ func (b *Direct) Observe(ctx context.Context, p layout.Proc) (Status, error) {
 	if err != nil {
 		return Status{}, fmt.Errorf("units: observe %s: %w", p.UnitName(), err)
 	}
-	return statusOf(p, path.Join(m.Parent(), child), rs, populated), nil
+	st := statusOf(p, path.Join(m.Parent(), child), rs, populated)
+	attachExecFailure(p, st.Exit)
+	return st, nil
+}
+
+// attachExecFailure adds to e, an exit of p, the exec failure the
+// trampoline recorded, if any: the command, not the app, ended it. A
+// record that cannot be read leaves e as it was.
+func attachExecFailure(p layout.Proc, e *outcome.Exit) {
+	if e == nil {
+		return
+	}
+	if f, err := record.ReadExec(p.Instance().ExitDir(), record.Name(p, record.ExecSuffix)); err == nil && f != nil {
+		e.ExecFailed = f.String()
+	}
 }
 
 // statusOf reads the state in systemd's words, from the strongest

@@ -51,6 +51,7 @@ func standInExec(args []string) {
 	_ = fs.String("log-fifo", "", "log fifo")
 	_ = fs.String("err-socket", "", "a run's stderr socket")
 	_ = fs.String("in-socket", "", "a run's stdin socket")
+	_ = fs.String("exec-record", "", "the exec-failure record (the trampoline writes it)")
 	if err := fs.Parse(args); err != nil {
 		os.Exit(standInRefused)
 	}

@@ -39,6 +39,7 @@ func (b *Systemd) Observe(ctx context.Context, p layout.Proc) (Status, error) {
 			st.Exit = &outcome.Exit{Result: e.Result, Code: e.Code, Signal: e.Signal, At: e.At}
 		}
 	}
+	attachExecFailure(p, st.Exit)
 	return st, nil
 }
 

@@ -51,7 +51,8 @@ func (b *Systemd) serviceProps(spec Spec) ([]sddbus.Property, error) {
 	launchFile := filepath.Join(inst.PrivateDir(), spec.Proc.LaunchFile())
 	props := []sddbus.Property{
 		sddbus.PropDescription("unitlet " + spec.Proc.UnitName()),
-		sddbus.PropExecStart(append([]string{b.cfg.Exe, "exec", "--launch", launchFile}, logFlags(spec.Proc)...), false),
+		sddbus.PropExecStart(append([]string{b.cfg.Exe, "exec", "--launch", launchFile,
+			"--exec-record", filepath.Join(inst.ExitDir(), record.Name(spec.Proc, record.ExecSuffix))}, logFlags(spec.Proc)...), false),
 		// The exit record in the direct backend's format, from systemd's
 		// $SERVICE_RESULT, $EXIT_CODE and $EXIT_STATUS.
 		execStopPostPrivileged([]string{b.cfg.Exe, "exit-record", "--dir", inst.ExitDir(), "--name", record.Name(spec.Proc, record.ExitSuffix)}),

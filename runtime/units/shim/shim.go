@@ -185,7 +185,7 @@ func Main(args []string) int {
 		say(Refused, "shim: enter cgroup: "+err.Error())
 		return ExitRefused
 	}
-	argv := []string{a.Exe, "exec", "--launch", a.Launch}
+	argv := []string{a.Exe, "exec", "--launch", a.Launch, "--exec-record", filepath.Join(a.ExitDir, a.Prefix+record.ExecSuffix)}
 	child := &exec.Cmd{Path: a.Exe, Env: []string{}, Dir: "/"}
 	var logsDone <-chan struct{}
 	switch {
