@@ -9,9 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sys/unix"
 
 	"github.com/unitlet/unitlet/runtime/identity"
+	"github.com/unitlet/unitlet/runtime/launch"
 	"github.com/unitlet/unitlet/runtime/outcome"
 )
 
@@ -88,7 +90,22 @@ func TestInstancesRunAsUidsOfTheirOwn(t *testing.T) {
 
 	root := e.appRequest("ida", 3)
 	root.User = "root"
-	if res := e.node.Start(ctx, root); res.Start.Kind != outcome.NotStarted || !errors.Is(res.Start.Cause, identity.ErrRootRefused) {
-		t.Errorf("user root: %v (%v), want NotStarted with ErrRootRefused", res.Start.Kind, res.Start.Cause)
+	if res := e.node.Start(ctx, root); res.Start.Kind != outcome.NotStarted || !errors.Is(res.Start.Cause, identity.ErrNotGranted) {
+		t.Errorf("user root: %v (%v), want NotStarted with ErrNotGranted", res.Start.Kind, res.Start.Cause)
+	}
+	// Granted, root is uid 0 in a user namespace whose 0 is ida's own uid.
+	root.Grant = identity.Grant{User: "root", Root: true}
+	e.retireAtEnd(t, root.Ref)
+	if res := e.node.Start(ctx, root); res.Start.Kind == outcome.NotStarted {
+		t.Fatalf("granted root: %v", res.Start.Cause)
+	}
+	g3, _ := li.Generation(3)
+	lf, err := launch.Read(li.PrivateDir(), g3.LaunchFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &launch.IDMap{UID: uids["ida"], GID: uids["ida"]}
+	if d := cmp.Diff(want, lf.UserNamespace); d != "" || lf.Identity.UID != 0 || lf.Identity.User != "root" {
+		t.Errorf("granted root's launch: identity %+v, user namespace (-want,+got):\n%s", lf.Identity, d)
 	}
 }
