@@ -79,7 +79,9 @@ func decideSwap(f swapFacts) swapDecision {
 			}
 			return swapDecision{action: swapCreate}
 		}
-		return swapDecision{action: swapCreate, raise: active != nil && !active.Spec.Retired}
+		// No overlap beside one the reboot ended: nothing of it runs, and
+		// its parent cgroup went with the boot.
+		return swapDecision{action: swapCreate, raise: active != nil && !active.Spec.Retired && !goneWithBoot(active)}
 	}
 	d := swapDecision{}
 	for _, g := range f.gens {
