@@ -4,7 +4,9 @@
 package statuswrite
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -49,13 +51,15 @@ func Instance(ctx context.Context, c client.Client, latest client.Reader, inst, 
 }
 
 // Rebase is the agent's status mine, computed from base, laid over
-// theirs, the latest: every field but the conditions is the agent's alone
-// and taken from mine. A condition the agent left as it found it in base
-// is theirs (nodewatch's word stands); one it set, changed or removed is
-// its own (the agent is alive and just looked; nodewatch, which watches
-// the Instance, looks again at what results).
+// theirs, the latest, field by field: a field (or a condition, by type)
+// the agent left as it found it in base is theirs; one it set, changed or
+// removed is its own (the agent is alive and just looked; nodewatch,
+// which watches the Instance, looks again at what results). A base read
+// from a cache that had not seen the agent's own last write so leaves that
+// write standing (an idleSince it set a moment ago, say), where taking
+// every field from mine would undo it.
 func Rebase(base, mine, theirs v1.InstanceStatus) v1.InstanceStatus {
-	out := *mine.DeepCopy()
+	out := rebaseFields(base, mine, theirs)
 	out.Conditions = nil
 	for _, t := range theirs.Conditions {
 		b, m := find(base.Conditions, t.Type), find(mine.Conditions, t.Type)
@@ -69,6 +73,53 @@ func Rebase(base, mine, theirs v1.InstanceStatus) v1.InstanceStatus {
 	for _, m := range mine.Conditions {
 		if find(theirs.Conditions, m.Type) == nil && !same(find(base.Conditions, m.Type), &m) {
 			out.Conditions = append(out.Conditions, m)
+		}
+	}
+	return out
+}
+
+// rebaseFields merges the status's fields but the conditions, each by its
+// JSON name: theirs where mine equals base, else mine.
+func rebaseFields(base, mine, theirs v1.InstanceStatus) v1.InstanceStatus {
+	b, m, t := fields(base), fields(mine), fields(theirs)
+	out := map[string]json.RawMessage{}
+	for _, k := range keys(b, m, t) {
+		v, changed := m[k], !bytes.Equal(b[k], m[k])
+		if !changed {
+			v = t[k]
+		}
+		if v != nil {
+			out[k] = v
+		}
+	}
+	raw, err := json.Marshal(out)
+	var st v1.InstanceStatus
+	if err == nil {
+		err = json.Unmarshal(raw, &st)
+	}
+	if err != nil {
+		return *mine.DeepCopy() // cannot happen with the API's own types
+	}
+	return st
+}
+
+func fields(s v1.InstanceStatus) map[string]json.RawMessage {
+	s.Conditions = nil
+	raw, _ := json.Marshal(s)
+	var m map[string]json.RawMessage
+	_ = json.Unmarshal(raw, &m)
+	return m
+}
+
+func keys(ms ...map[string]json.RawMessage) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, m := range ms {
+		for k := range m {
+			if !seen[k] {
+				seen[k] = true
+				out = append(out, k)
+			}
 		}
 	}
 	return out

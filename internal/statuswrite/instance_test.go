@@ -2,6 +2,7 @@ package statuswrite
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,6 +25,11 @@ var (
 
 func status(active int64, conds ...metav1.Condition) v1.InstanceStatus {
 	return v1.InstanceStatus{ActiveGeneration: active, Conditions: conds}
+}
+
+func withIdle(s v1.InstanceStatus) v1.InstanceStatus {
+	s.IdleSince = &metav1.Time{Time: time.Date(2026, 12, 1, 17, 0, 0, 0, time.UTC)}
+	return s
 }
 
 func TestRebase(t *testing.T) {
@@ -53,6 +59,18 @@ func TestRebase(t *testing.T) {
 			mine:   status(1, readyLost, reconcLost, unprovenTrue),
 			theirs: status(1, unprovenFalse),
 			want:   status(1, unprovenTrue),
+		},
+		"a field the agent did not change keeps the latest (its own write a stale cache missed)": {
+			base:   status(1),
+			mine:   status(1, readyTrue),
+			theirs: withIdle(status(0)),
+			want:   withIdle(status(0, readyTrue)),
+		},
+		"a field the agent changed is its own": {
+			base:   withIdle(status(0)),
+			mine:   status(2),
+			theirs: withIdle(status(0, reconcLost)),
+			want:   status(2, reconcLost),
 		},
 		"a condition new from the agent is added": {
 			base:   status(1),
