@@ -14,6 +14,7 @@ import (
 	"github.com/unitlet/unitlet/controllers"
 	"github.com/unitlet/unitlet/internal/hostgate"
 	"github.com/unitlet/unitlet/internal/metrics"
+	"github.com/unitlet/unitlet/runtime/diskspace"
 	"github.com/unitlet/unitlet/runtime/join"
 )
 
@@ -102,6 +103,9 @@ func setupEnrollment(mgr ctrl.Manager, opts Options, log logr.Logger, j joining,
 		Every:        j.every,
 		PrepareEvery: j.prepareEvery,
 		Log:          log.WithName("joining").WithValues("node", opts.NodeName),
+		// The data dirs and log files share the state root's file system.
+		Disk:             func() (diskspace.Usage, error) { return diskspace.Of(opts.StateRoot) },
+		DiskPressureFree: opts.DiskPressurePercent / 100,
 	}
 	if err := mgr.Add(&probeServer{addr: opts.ProbeAddr, ready: r.Ready, hosting: r.Hosting}); err != nil {
 		return err

@@ -66,6 +66,9 @@ type Options struct {
 	// before rotation, and how many rotated files are kept beside it.
 	LogMaxBytes int64
 	LogKeep     int
+	// DiskPressurePercent: the Enrollment says DiskPressure=True while
+	// less than this share of the state root's file system is free.
+	DiskPressurePercent float64
 	// Gate is not a flag: Run sets it before setupHosting, and the hosting
 	// reconcilers consult it before they start new work.
 	Gate hostgate.Gate
@@ -106,6 +109,7 @@ func Parse(args []string) (Options, error) {
 		o.AppIDs, err = identity.ParseRange(v)
 		return err
 	})
+	fs.Float64Var(&o.DiskPressurePercent, "disk-pressure-free-percent", 5, "the node's Enrollment says DiskPressure=True while less than this percentage of the state root's file system is free")
 	o.APIQPS = 50
 	fs.Func("kube-api-qps", "requests per second the agent may send the API server (default 50, the kubelet's)", func(v string) error {
 		q, err := strconv.ParseFloat(v, 32)
@@ -128,6 +132,9 @@ func Parse(args []string) (Options, error) {
 	}
 	if o.LogKeep < 1 {
 		return o, fmt.Errorf("--instance-log-keep=%d: want 1 or more", o.LogKeep)
+	}
+	if o.DiskPressurePercent < 0 || o.DiskPressurePercent > 100 {
+		return o, fmt.Errorf("--disk-pressure-free-percent=%g: want 0 to 100", o.DiskPressurePercent)
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments: %v", fs.Args())

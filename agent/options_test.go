@@ -36,3 +36,28 @@ func TestParseInstanceLogFlags(t *testing.T) {
 		})
 	}
 }
+
+func TestParseDiskPressureFlag(t *testing.T) {
+	tests := map[string]struct {
+		args    []string
+		want    float64
+		wantErr bool
+	}{
+		"default":  {want: 5},
+		"set":      {args: []string{"--disk-pressure-free-percent=10.5"}, want: 10.5},
+		"off":      {args: []string{"--disk-pressure-free-percent=0"}, want: 0},
+		"negative": {args: []string{"--disk-pressure-free-percent=-1"}, wantErr: true},
+		"over 100": {args: []string{"--disk-pressure-free-percent=101"}, wantErr: true},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			o, err := Parse(tc.args)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err = %v, want error %v", err, tc.wantErr)
+			}
+			if d := cmp.Diff(tc.want, o.DiskPressurePercent); err == nil && d != "" {
+				t.Errorf("(-want,+got):\n%s", d)
+			}
+		})
+	}
+}

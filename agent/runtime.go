@@ -10,6 +10,7 @@ import (
 	sddbus "github.com/coreos/go-systemd/v22/dbus"
 	"github.com/go-logr/logr"
 
+	"github.com/unitlet/unitlet/internal/metrics"
 	"github.com/unitlet/unitlet/runtime/cgroups"
 	"github.com/unitlet/unitlet/runtime/identity"
 	"github.com/unitlet/unitlet/runtime/join"
@@ -62,6 +63,9 @@ func newRuntime(opts Options, log logr.Logger) (*node.Node, string, error) {
 		Layout: lay, Backend: backend, SocketGID: socketGID(join.GroupDB{Dir: opts.HostEtc}, opts.SocketGroup, log),
 		Users: identity.Users{Dir: opts.HostEtc}, IDs: opts.AppIDs, Exe: exe, Log: log,
 		LogMaxBytes: opts.LogMaxBytes, LogKeep: opts.LogKeep,
+		LogDropped: func(inst node.InstanceRef, reason string) {
+			metrics.LogLineDropped(inst.Namespace, inst.Name, reason)
+		},
 	})
 	return n, name, err
 }

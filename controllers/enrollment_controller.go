@@ -26,6 +26,7 @@ import (
 	hostingv1alpha1 "github.com/unitlet/unitlet/api/v1alpha1"
 	"github.com/unitlet/unitlet/internal/hostgate"
 	"github.com/unitlet/unitlet/internal/metrics"
+	"github.com/unitlet/unitlet/runtime/diskspace"
 	"github.com/unitlet/unitlet/runtime/join"
 )
 
@@ -64,6 +65,11 @@ type EnrollmentReconciler struct {
 	// Lease, when set, says how this agent's node Lease stands (see
 	// NodeLease); it is reported as the NodeLease condition.
 	Lease func() NodeLease
+	// Disk, when set, reads the state root's file system each round;
+	// DiskPressure is True while less than DiskPressureFree (a fraction
+	// of its size) is free (see diskPressureCondition).
+	Disk             func() (diskspace.Usage, error)
+	DiskPressureFree float64
 	// StartHosting registers the hosting reconcilers; called once. Its
 	// failure is Fatal's: the agent cannot host, and stops.
 	StartHosting func() error
@@ -313,6 +319,10 @@ func (r *EnrollmentReconciler) report(ctx context.Context, enr *hostingv1alpha1.
 	if r.Lease != nil {
 		meta.SetStatusCondition(&st.Conditions, leaseCondition(enr, lease))
 	}
+	if r.Disk != nil {
+		usage, err := r.Disk()
+		meta.SetStatusCondition(&st.Conditions, diskPressureCondition(enr, usage, err, r.DiskPressureFree))
+	}
 	if equality.Semantic.DeepEqual(orig.Status, enr.Status) {
 		return nil
 	}
@@ -358,6 +368,29 @@ func leaseCondition(enr *hostingv1alpha1.Enrollment, lease NodeLease) metav1.Con
 		Reason: hostingv1alpha1.ReasonLeaseRenewed, Message: "the node's Lease is renewed by this agent", ObservedGeneration: enr.Generation}
 	if lease.Err != nil {
 		c.Status, c.Reason, c.Message = metav1.ConditionFalse, hostingv1alpha1.ReasonLeaseNotRenewed, lease.Err.Error()
+	}
+	return c
+}
+
+// diskPressureCondition is DiskPressure for the state root's usage: True
+// while less than threshold (a fraction of its size) is free, with the
+// bytes free; Unknown when it could not be read. The message above the
+// threshold names no byte count, so a node with room writes no status
+// on each re-check.
+func diskPressureCondition(enr *hostingv1alpha1.Enrollment, u diskspace.Usage, err error, threshold float64) metav1.Condition {
+	c := metav1.Condition{Type: hostingv1alpha1.ConditionDiskPressure, ObservedGeneration: enr.Generation}
+	switch {
+	case err != nil:
+		c.Status, c.Reason, c.Message = metav1.ConditionUnknown, hostingv1alpha1.ReasonDiskUnreadable, err.Error()
+	case u.Total == 0:
+		c.Status, c.Reason, c.Message = metav1.ConditionUnknown, hostingv1alpha1.ReasonDiskUnreadable, "the state root's file system reports no size"
+	case float64(u.Free) < threshold*float64(u.Total):
+		c.Status, c.Reason = metav1.ConditionTrue, hostingv1alpha1.ReasonLowDiskSpace
+		c.Message = fmt.Sprintf("%d bytes free of %d on the state root's file system, below %g%%: log lines are dropped and new work may fail",
+			u.Free, u.Total, threshold*100)
+	default:
+		c.Status, c.Reason = metav1.ConditionFalse, hostingv1alpha1.ReasonEnoughDiskSpace
+		c.Message = fmt.Sprintf("at least %g%% of the state root's file system is free", threshold*100)
 	}
 	return c
 }

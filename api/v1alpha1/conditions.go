@@ -26,6 +26,9 @@ const (
 	// succeeded (True/LeaseRenewed) or failed (False/LeaseNotRenewed, the
 	// API's error as message).
 	ConditionNodeLease = "NodeLease"
+	// ConditionDiskPressure: the file system of the agent's state root
+	// (data dirs and log files) has less free than the agent's threshold.
+	ConditionDiskPressure = "DiskPressure"
 )
 
 // Condition reasons: one CamelCase word each.
@@ -139,6 +142,12 @@ const (
 	ReasonLeaseNotHeld     = "LeaseNotHeld"
 	ReasonLeaseRenewed     = "LeaseRenewed"
 	ReasonLeaseNotRenewed  = "LeaseNotRenewed"
+	// DiskPressure: True/LowDiskSpace below the threshold, False/
+	// EnoughDiskSpace above it, Unknown/DiskUnreadable when the state
+	// root's file system could not be read.
+	ReasonLowDiskSpace    = "LowDiskSpace"
+	ReasonEnoughDiskSpace = "EnoughDiskSpace"
+	ReasonDiskUnreadable  = "DiskUnreadable"
 )
 
 // Finalizer is the lease: the agent removes it only after every unit of

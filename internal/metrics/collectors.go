@@ -20,6 +20,7 @@ const (
 	NameRunDuration       = "unitlet_run_duration_seconds"
 	NameAgentMode         = "unitlet_agent_mode"
 	NameAgentInfo         = "unitlet_agent_info"
+	NameLogLinesDropped   = "unitlet_log_lines_dropped_total"
 )
 
 // collectors are the metric vectors of one registry. The package's
@@ -40,6 +41,7 @@ type collectors struct {
 	runDuration       *prometheus.HistogramVec
 	agentMode         *prometheus.GaugeVec
 	agentInfo         *prometheus.GaugeVec
+	logLinesDropped   *prometheus.CounterVec
 }
 
 // Buckets: starts, prepare steps and kills take milliseconds to tens of
@@ -115,6 +117,10 @@ func newCollectors() *collectors {
 			Name: NameAgentInfo,
 			Help: "Always 1; labels name the agent's node, version and unit backend.",
 		}, []string{"node", "version", "backend"}),
+		logLinesDropped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: NameLogLinesDropped,
+			Help: "Lines of an Instance's output its log file could not take (the app was not blocked), by reason: NoSpace, Quota, WriteError.",
+		}, []string{"namespace", "instance", "reason"}),
 	}
 }
 
@@ -122,5 +128,6 @@ func (c *collectors) all() []prometheus.Collector {
 	return []prometheus.Collector{
 		c.instanceCondition, c.instanceSuspended, c.generations, c.starts, c.startDuration, c.kills,
 		c.killToEmpty, c.prepareStep, c.swapDuration, c.drainDuration, c.wakeDuration, c.runDuration, c.agentMode, c.agentInfo,
+		c.logLinesDropped,
 	}
 }

@@ -63,6 +63,10 @@ func ObserveDrain(result string, d time.Duration) { std.observeDrain(result, d) 
 // waited for a generation to serve.
 func ObserveWake(d time.Duration) { std.observeWake(d) }
 
+// LogLineDropped counts one line of an Instance's output dropped because
+// its log file could not take it, by reason (a logs.Drop* value).
+func LogLineDropped(namespace, name, reason string) { std.logLineDropped(namespace, name, reason) }
+
 // SetMode makes mode (ModeJoining or ModeHosting) the one at 1.
 func SetMode(mode string) { std.setMode(mode) }
 

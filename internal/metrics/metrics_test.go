@@ -294,3 +294,22 @@ func TestCollectorsLint(t *testing.T) {
 		}
 	}
 }
+
+func TestLogLineDropped(t *testing.T) {
+	const ns = "dropped"
+	t.Cleanup(func() { DeleteInstance(ns, "web") })
+	LogLineDropped(ns, "web", "NoSpace")
+	LogLineDropped(ns, "web", "NoSpace")
+	LogLineDropped(ns, "web", "WriteError")
+	want := map[string]float64{
+		"instance=web,namespace=dropped,reason=NoSpace":    2,
+		"instance=web,namespace=dropped,reason=WriteError": 1,
+	}
+	if diff := cmp.Diff(want, gathered(t, NameLogLinesDropped, map[string]string{"namespace": ns})); diff != "" {
+		t.Errorf("%s (-want,+got):\n%s", NameLogLinesDropped, diff)
+	}
+	DeleteInstance(ns, "web")
+	if got := gathered(t, NameLogLinesDropped, map[string]string{"namespace": ns}); len(got) != 0 {
+		t.Errorf("after delete, series remain: %v", got)
+	}
+}

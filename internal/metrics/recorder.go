@@ -126,6 +126,11 @@ func (r *recorder) deleteInstance(namespace, name string) {
 	of := prometheus.Labels{"namespace": namespace, "instance": name}
 	r.c.instanceCondition.DeletePartialMatch(of)
 	r.c.instanceSuspended.DeletePartialMatch(of)
+	r.c.logLinesDropped.DeletePartialMatch(of)
+}
+
+func (r *recorder) logLineDropped(namespace, name, reason string) {
+	r.c.logLinesDropped.WithLabelValues(namespace, name, reason).Inc()
 }
 
 func (r *recorder) setGenerationPhases(counts map[string]int) {

@@ -96,9 +96,18 @@ func Listen(path string, opts Options) (*Listener, error) {
 // Path is the socket's path.
 func (l *Listener) Path() string { return l.ln.Addr().String() }
 
+// emit writes one line to the file and the agent's log. A line the file
+// cannot take is dropped there (and counted): reading goes on, so the app
+// never blocks on its output. A run of drops is logged once, at its start.
 func (l *Listener) emit(text string) {
-	rec := Record{Time: time.Now(), Source: l.opts.Labels.source(), Text: text}.Line() + "\n"
-	if _, err := l.opts.File.Write([]byte(rec)); err != nil {
+	err := l.opts.File.WriteRecord(Record{Time: time.Now(), Source: l.opts.Labels.source(), Text: text})
+	var drop *DropError
+	switch {
+	case errors.As(err, &drop):
+		if drop.First {
+			l.log.Error(err, "log file not writable: dropping lines until it is", "reason", drop.Reason)
+		}
+	case err != nil:
 		l.log.Error(err, "writing log file")
 	}
 	l.log.Info("output", "line", text)

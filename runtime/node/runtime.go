@@ -36,6 +36,9 @@ type Config struct {
 	// LogMaxBytes and LogKeep rotate each instance's log file.
 	LogMaxBytes int64
 	LogKeep     int
+	// LogDropped, when set, is told of each line of an Instance's output
+	// its log file could not take (logs.DropReason's reason).
+	LogDropped func(inst InstanceRef, reason string)
 }
 
 // Defaults for the log rotation when Config leaves them zero.

@@ -131,6 +131,10 @@ func (n *Node) logFile(li layout.Instance, in *instance) (*logs.RotatingFile, er
 	if err != nil {
 		return nil, fmt.Errorf("node: log file: %w", err)
 	}
+	if n.cfg.LogDropped != nil {
+		ref := InstanceRef{Namespace: li.Namespace(), Name: li.Name()}
+		f.OnDrop(func(reason string) { n.cfg.LogDropped(ref, reason) })
+	}
 	in.log = f
 	return f, nil
 }

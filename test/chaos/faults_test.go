@@ -216,16 +216,24 @@ func logTime(t *testing.T, a *agentproc.Agent, msg, unit string) time.Time {
 // TestFullDisk: the state root on a small tmpfs that fills up while
 // launch and env files are to be written (a swap and a new Instance).
 // Nothing may claim to run what could not be written; the serving
-// generation keeps serving; once space is freed, both go on.
+// generation keeps serving; once space is freed, both go on. An app that
+// logs steadily keeps answering while its lines cannot be written: they
+// are dropped and counted, the Enrollment says DiskPressure, and once
+// space is back its log goes on after what it held.
 func TestFullDisk(t *testing.T) {
 	disk := t.TempDir()
 	if err := syscall.Mount("tmpfs", disk, "tmpfs", 0, "size=16m,mode=0711"); err != nil {
 		t.Fatalf("mount a tmpfs: %v", err)
 	}
 	t.Cleanup(func() { _ = syscall.Unmount(disk, syscall.MNT_DETACH) }) // registered first: runs after the agent's
-	a, m := openScenario(t, "full-disk", "chaos-disk", map[string]desired{"full-swap": {strategy: v1.StrategyOverlap, salt: 1}},
-		func(a *agentproc.Agent) { a.StateRoot = disk + "/state" })
+	a, m := openScenario(t, "full-disk", "chaos-disk",
+		map[string]desired{"full-swap": {strategy: v1.StrategyOverlap, salt: 1}, "full-logs": {strategy: v1.StrategyOverlap, salt: 1, logging: true}},
+		func(a *agentproc.Agent) { a.StateRoot, a.Metrics = disk+"/state", true })
 	servedBy := servingPIDs(t, m)["full-swap"]
+	testutil.Eventually(t, "full-logs writes its log", 30*time.Second, pollEvery, func() (bool, string) {
+		return strings.Contains(readLog(t, a, "full-logs"), " line 20\n"), "no line 20 yet"
+	})
+	logged := readLog(t, a, "full-logs")
 
 	fill := disk + "/fill"
 	fillUp(t, fill)
@@ -243,11 +251,13 @@ func TestFullDisk(t *testing.T) {
 	if now := servingPIDs(t, m)["full-swap"]; now != servedBy {
 		tally.broke(t, restart, "full-swap served by pid %d before the disk filled, %d after", servedBy, now)
 	}
+	checkLoggingWhileFull(t, a, "full-logs", logged)
 	if err := os.Remove(fill); err != nil {
 		t.Fatal(err)
 	}
 	m.waitSettled(t)
 	checkSettled(t, a, m)
+	checkLoggingAfterFree(t, a, "full-logs", logged)
 	deleteAll(t, m)
 	checkSettled(t, a, m)
 }

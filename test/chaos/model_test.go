@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -33,12 +34,24 @@ signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))
 S(os.environ["UNITLET_APP_SOCKET"], H).serve_forever()
 `
 
+// loggingApp is app writing a line to its output every 20 ms and one per
+// request: a request waits for its line, so a blocked output shows as a
+// request that never gets its answer.
+var loggingApp = `import threading, time
+def chatter():
+    i = 0
+    while True:
+        print("line %d" % i, flush=True); i += 1; time.sleep(0.02)
+threading.Thread(target=chatter, daemon=True).start()
+` + strings.Replace(app, "    def do_GET(self):\n", "    def do_GET(self):\n        print(\"request %s\" % self.path, flush=True)\n", 1)
+
 // desired is what the test asked of one Instance; the agent must reach it.
 type desired struct {
 	strategy  v1.Strategy
 	salt      int
 	suspended bool
 	deleted   bool
+	logging   bool // runs loggingApp
 }
 
 // model is the test's record of every Instance it made on one node.
@@ -78,13 +91,17 @@ func (m *model) names() []string {
 
 // instance builds the chaos app as Instance name on node.
 func instance(name, node string, d desired) *v1.Instance {
+	code := app
+	if d.logging {
+		code = loggingApp
+	}
 	return &v1.Instance{
 		ObjectMeta: metav1.ObjectMeta{Namespace: testutil.Namespace, Name: name},
 		Spec: v1.InstanceSpec{
 			Host: name + ".chaos.test", NodeName: node, Strategy: d.strategy, Suspend: d.suspended,
 			GenerationHistoryLimit: ptr.To[int32](2),
 			Template: v1.Template{
-				Command: []string{"/usr/bin/python3"}, Args: []string{"-c", app},
+				Command: []string{"/usr/bin/python3"}, Args: []string{"-c", code},
 				Env:       []v1.EnvVar{{Name: "SALT", Value: strconv.Itoa(d.salt)}},
 				Tier:      v1.Tier{Memory: resource.MustParse("64Mi"), CPU: resource.MustParse("200m"), Pids: 32},
 				Readiness: &v1.Readiness{HTTPGet: &v1.HTTPGetProbe{Path: "/healthz"}, TimeoutSeconds: 30},
