@@ -15,6 +15,12 @@ export KUBEBUILDER_ASSETS := $(BIN)
 GENERATED   := api/v1alpha1/zz_generated.deepcopy.go config/crd config/rbac/role.yaml config/nodewatch/role.yaml \
 	config/grafana/unitlet-agent.json config/prometheus/prometheusrule.yaml config/argocd/argocd-cm.yaml
 FUZZTIME    ?= 10s
+# The version every binary reports (`unitlet version`, `kubectl unitlet
+# version`, the agent's Enrollment and unitlet_agent_info); `make build
+# VERSION=v1.2.3` overrides it. A build without it (go build, go run) falls
+# back to the VCS revision Go records (internal/version).
+VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS     := -X github.com/unitlet/unitlet/internal/version.Version=$(VERSION)
 
 .PHONY: all
 all: build
@@ -49,9 +55,9 @@ verify: manifests generate dashboards ## Fail when generated files are stale.
 
 .PHONY: build
 build: ## Build the unitlet binary, its small per-unit helper (unitlet-shim) and the kubectl plugin (kubectl-unitlet).
-	go build -o $(BIN)/unitlet .
+	go build -ldflags "$(LDFLAGS)" -o $(BIN)/unitlet .
 	go build -o $(BIN)/unitlet-shim ./cmd/unitlet-shim
-	go build -o $(BIN)/kubectl-unitlet ./cmd/kubectl-unitlet
+	go build -ldflags "$(LDFLAGS)" -o $(BIN)/kubectl-unitlet ./cmd/kubectl-unitlet
 
 .PHONY: control-plane
 control-plane: ## Build kube-apiserver, etcd and kubectl from source into bin/ (cached).
@@ -142,7 +148,7 @@ run: dev-up build ## dev-up, then the agent in the foreground as this node.
 
 .PHONY: image
 image: ## Build the agent's container image as a tarball, bin/unitlet-image.tar (no container engine needed).
-	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o $(BIN)/unitlet-static .
+	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w $(LDFLAGS)" -o $(BIN)/unitlet-static .
 	go run ./hack/image --binary $(BIN)/unitlet-static --tag $${IMG:-unitlet.dev/unitlet:dev} --out $(BIN)/unitlet-image.tar
 	@# The test cluster's sandbox image: no registry is reachable here.
 	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o $(BIN)/pause ./hack/pause
