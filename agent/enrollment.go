@@ -79,7 +79,7 @@ func setupEnrollment(mgr ctrl.Manager, opts Options, log logr.Logger, j joining,
 		return fmt.Errorf("enrollment client: %w", err)
 	}
 	g := guardFor(opts)
-	id, err := join.ReadIdentity(opts.HostEtc)
+	id, err := join.ReadIdentity(opts.HostEtc, opts.BootIDFile)
 	if err != nil {
 		log.Error(err, "node identity incomplete; the Enrollment reports what could be read")
 	}

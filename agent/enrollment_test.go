@@ -245,7 +245,7 @@ func TestModeFlow(t *testing.T) {
 	if enr.Status.Mode != hostingv1alpha1.ModeJoining || !strings.HasPrefix(condStatus(enr, hostingv1alpha1.ConditionGuardArmed), "False/GuardCheckFailed:") || !strings.Contains(condStatus(enr, hostingv1alpha1.ConditionGuardArmed), "StateRoot:") {
 		t.Errorf("joining Enrollment: mode %q, GuardArmed %s", enr.Status.Mode, condStatus(enr, hostingv1alpha1.ConditionGuardArmed))
 	}
-	id, _ := join.ReadIdentity("")
+	id, _ := join.ReadIdentity("", "")
 	if enr.Status.MachineID != id.MachineID || enr.Status.BootID != id.BootID || enr.Status.Kernel != id.Kernel ||
 		enr.Status.Platform != id.Platform || enr.Status.AgentVersion != version.Get() || enr.Status.UnitBackend != BackendDirect ||
 		enr.Status.CgroupMode == "" || len(enr.Status.Checks) != 5 {

@@ -12,6 +12,8 @@ import (
 	"github.com/unitlet/unitlet/internal/agentserver"
 	"github.com/unitlet/unitlet/internal/metrics"
 	"github.com/unitlet/unitlet/internal/version"
+	"github.com/unitlet/unitlet/runtime/boot"
+	"github.com/unitlet/unitlet/runtime/layout"
 )
 
 // stopGrace is how long a retiring generation has between SIGTERM and
@@ -58,6 +60,7 @@ func setupHosting(mgr ctrl.Manager, opts Options) error {
 	}
 	return controllers.SetupHosting(mgr, controllers.Hosting{
 		Runtime: rt, NodeName: opts.NodeName, Recorder: recorder, Gate: opts.Gate, Grace: stopGrace,
+		Boot: &boot.Record{Path: layout.Layout{StateRoot: opts.StateRoot}.BootRecord(), Source: opts.BootIDFile},
 	})
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/unitlet/unitlet/internal/agentapi"
 	"github.com/unitlet/unitlet/internal/hostgate"
+	"github.com/unitlet/unitlet/runtime/boot"
 	"github.com/unitlet/unitlet/runtime/identity"
 )
 
@@ -54,6 +55,9 @@ type Options struct {
 	// HostEtc is the node's /etc as the agent sees it: where the socket
 	// group is looked up and created.
 	HostEtc string
+	// BootIDFile is where the node's boot ID is read; the agent records
+	// it beside its state, and a change proves a reboot.
+	BootIDFile string
 	// LeaseNamespace holds the node's Lease ("" renews none).
 	LeaseNamespace string
 	// AppIDs are the uids (and gids) given to Instances without a user.
@@ -85,6 +89,7 @@ func Parse(args []string) (Options, error) {
 	fs.BoolVar(&o.RequireEnrollment, "require-enrollment", true, "host nothing until this node's Enrollment is approved and its guard armed")
 	fs.StringVar(&o.SocketGroup, "socket-group", "unitlet", "group that owns the Instances' run dirs and sockets (a proxy in it can connect)")
 	fs.StringVar(&o.HostEtc, "host-etc", "/etc", "the node's /etc as the agent sees it (its user and group database); in a container, the host's /etc mounted there")
+	fs.StringVar(&o.BootIDFile, "boot-id-file", boot.DefaultSource, "the node's boot ID; recorded beside the state root, a change since the agent last ran proves every process of the old boot gone")
 	fs.StringVar(&o.LeaseNamespace, "lease-namespace", "unitlet-system", "namespace of the node's Lease, renewed every 10 s for nodewatch (with --require-enrollment; empty renews none)")
 	o.AppIDs = identity.DefaultRange
 	o.LogMaxBytes = 8 << 20
@@ -144,7 +149,7 @@ func (o Options) Validate() error {
 	if o.ShimBinary != "" && o.ShimBinary[0] != '/' {
 		errs = append(errs, fmt.Errorf("--shim-binary=%q must be an absolute path", o.ShimBinary))
 	}
-	for flagName, p := range map[string]string{"--state-root": o.StateRoot, "--run-root": o.RunRoot, "--host-etc": o.HostEtc} {
+	for flagName, p := range map[string]string{"--state-root": o.StateRoot, "--run-root": o.RunRoot, "--host-etc": o.HostEtc, "--boot-id-file": o.BootIDFile} {
 		if p == "" || p[0] != '/' {
 			errs = append(errs, fmt.Errorf("%s=%q must be an absolute path", flagName, p))
 		}

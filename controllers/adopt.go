@@ -15,6 +15,7 @@ import (
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
 	"github.com/unitlet/unitlet/internal/metrics"
+	"github.com/unitlet/unitlet/runtime/boot"
 	"github.com/unitlet/unitlet/runtime/layout"
 	"github.com/unitlet/unitlet/runtime/node"
 )
@@ -31,6 +32,9 @@ type Adopter struct {
 	Recorder events.EventRecorder
 	Grace    time.Duration
 	Log      logr.Logger
+	// Boot is the node's boot record (nil: none is kept): a changed boot
+	// ID proves every Generation of the old boot gone.
+	Boot *boot.Record
 	// done closes when adoption is over: the reconcilers wait for it, so
 	// a fence it restores from the cache never undoes a newer promotion.
 	done chan struct{}
@@ -42,6 +46,10 @@ func (a *Adopter) Start(ctx context.Context) error {
 		defer close(a.done)
 	}
 	if !a.Cache.WaitForCacheSync(ctx) {
+		return nil // stopping
+	}
+	verdict, ok := a.checkBoot(ctx)
+	if !ok {
 		return nil // stopping
 	}
 	backoff := wait.Backoff{Duration: time.Second, Factor: 2, Steps: 6, Cap: 30 * time.Second}
@@ -75,7 +83,11 @@ func (a *Adopter) Start(ctx context.Context) error {
 		}
 		a.killOrphan(ctx, ref)
 	}
-	a.refence(ctx)
+	if !verdict.Rebooted() {
+		// After a reboot no generation serves: the next one's promotion
+		// points the fence.
+		a.refence(ctx)
+	}
 	return nil
 }
 

@@ -93,6 +93,11 @@ func (r *GenerationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		return ctrl.Result{}, nil
 	}
 	stopping := !gen.DeletionTimestamp.IsZero() || gen.Spec.Retired
+	if !stopping && goneWithBoot(gen) {
+		// Ended with the node's boot: never started again, never
+		// observed; the Instance replaces it and retires it.
+		return ctrl.Result{}, nil
+	}
 	if !stopping && !r.Gate.Accepting() {
 		// Not hosting (approval withdrawn): start nothing new, keep what runs.
 		return ctrl.Result{}, nil

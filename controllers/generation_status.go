@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
+	"github.com/unitlet/unitlet/runtime/boot"
 	"github.com/unitlet/unitlet/runtime/node"
 	"github.com/unitlet/unitlet/runtime/outcome"
 )
@@ -43,6 +44,9 @@ type genFacts struct {
 	drain *drainFact
 	// kill: a retirement's proof.
 	kill *outcome.Kill
+	// rebooted: the node's boot ID changed since the generation was
+	// recorded: a proof that nothing of it runs.
+	rebooted *boot.Verdict
 }
 
 type preparedFact struct {
@@ -79,6 +83,10 @@ func generationStatus(gen *v1.Generation, f genFacts) []genEvent {
 		evs = append(evs, genEvent{typ: typ, reason: reason, action: action, msg: fmt.Sprintf(format, args...)})
 	}
 	n := gen.Spec.Number
+	if f.rebooted != nil {
+		goneWithBootStatus(gen, *f.rebooted, set)
+		return nil // one Event for the node, not one per generation
+	}
 
 	switch {
 	case f.notOnNode != "":

@@ -21,19 +21,24 @@ func exited(g *v1.Generation) bool {
 // nothingRuns: with latest retired, the Instance is left with nothing
 // that serves, not by a choice to keep the old one: suspended, or the
 // serving generation (latest itself, or the active one behind an aborted
-// swap) ended on its own. A generation with the template follows.
+// swap) ended on its own or with the node's boot. A generation with the
+// template follows.
 //
 // Retired for idleness, it is followed only once a connection woke the
 // Instance (waking): the Generation's retirement may be read before the
 // Instance's idleSince, and must not start one at once.
 func nothingRuns(latest, active *v1.Generation, waking bool) bool {
 	switch retiredBecause(latest) {
-	case RetiredSuspended, RetiredExited:
+	case RetiredSuspended, RetiredExited, RetiredRebooted:
 		return true
 	case RetiredIdle:
 		return waking
 	}
-	return active != nil && retiredBecause(active) == RetiredExited
+	if active == nil {
+		return false
+	}
+	because := retiredBecause(active)
+	return because == RetiredExited || because == RetiredRebooted
 }
 
 func retiredBecause(g *v1.Generation) string {
@@ -52,6 +57,9 @@ func appRestartKey(namespace, name string) string { return restartKeyPrefix(name
 // as a ReplicaSet replaces a Pod that failed. An app that keeps ending is
 // replaced no sooner than the restart backoff allows.
 func (s *swap) replaceExited(ctx context.Context, g *v1.Generation) (ctrl.Result, error) {
+	if goneWithBoot(g) {
+		return ctrl.Result{}, s.replaceRebooted(ctx, g)
+	}
 	why := failure(g)
 	// A command that cannot be executed is no crash: the Instance says
 	// so, as the kubelet's RunContainerError, and is retried the same way.
@@ -72,4 +80,15 @@ func (s *swap) replaceExited(ctx context.Context, g *v1.Generation) (ctrl.Result
 		"generation %d ended (%s); a successor with the same template replaces it", g.Spec.Number, why)
 	s.progress(v1.ReasonRestarting, "generation %d ended (%s); a successor with the same template replaces it", g.Spec.Number, why)
 	return ctrl.Result{}, nil
+}
+
+// replaceRebooted retires g, which the node's reboot ended, so that a
+// successor with the same template starts at once: a reboot is no crash
+// of the app, so it neither waits out nor feeds the restart backoff.
+func (s *swap) replaceRebooted(ctx context.Context, g *v1.Generation) error {
+	if err := s.r.retireGeneration(ctx, s.inst, g, RetiredRebooted); err != nil {
+		return err
+	}
+	s.progress(v1.ReasonRestarting, "generation %d ended with the node's reboot; a successor with the same template replaces it", g.Spec.Number)
+	return nil
 }

@@ -10,6 +10,7 @@ import (
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
 	"github.com/unitlet/unitlet/internal/hostgate"
+	"github.com/unitlet/unitlet/runtime/boot"
 	"github.com/unitlet/unitlet/runtime/node"
 )
 
@@ -32,6 +33,9 @@ type Hosting struct {
 	// SidecarBackoff spaces a dying sidecar's restarts; zero values are
 	// the kubelet's CrashLoopBackOff figures.
 	SidecarBackoff Backoff
+	// Boot is the node's boot record, checked once at adoption (nil:
+	// none kept, so no reboot is ever told).
+	Boot *boot.Record
 }
 
 // Backoff is a delay that starts at Initial and doubles up to Max.
@@ -49,7 +53,7 @@ func SetupHosting(mgr ctrl.Manager, h Hosting) error {
 	adopted := make(chan struct{})
 	if err := mgr.Add(&Adopter{
 		Client: mgr.GetClient(), Cache: mgr.GetCache(), Runtime: h.Runtime, NodeName: h.NodeName,
-		Recorder: h.Recorder, Grace: h.Grace, Log: mgr.GetLogger().WithName("adopt"), done: adopted,
+		Recorder: h.Recorder, Grace: h.Grace, Log: mgr.GetLogger().WithName("adopt"), Boot: h.Boot, done: adopted,
 	}); err != nil {
 		return fmt.Errorf("adopter: %w", err)
 	}

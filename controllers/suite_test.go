@@ -25,6 +25,7 @@ import (
 	"github.com/unitlet/unitlet/internal/scheme"
 	"github.com/unitlet/unitlet/internal/testkit/testenv"
 	"github.com/unitlet/unitlet/internal/testkit/testutil"
+	"github.com/unitlet/unitlet/runtime/boot"
 )
 
 const testNode = "node-test"
@@ -74,6 +75,13 @@ const testSidecarBackoff = 2 * time.Second
 
 // startAgent runs both reconcilers as node name with rt, as the agent does.
 func startAgent(ctx context.Context, name string, rt nodeRuntime) error {
+	_, err := startAgentBoot(ctx, name, rt, nil)
+	return err
+}
+
+// startAgentBoot is startAgent keeping rec as the node's boot record; the
+// channel closes once the agent stopped.
+func startAgentBoot(ctx context.Context, name string, rt nodeRuntime, rec *boot.Record) (<-chan struct{}, error) {
 	onNode := fields.OneTermEqualSelector(v1.FieldNodeName, name)
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
 		Scheme:  scheme.New(),
@@ -85,15 +93,19 @@ func startAgent(ctx context.Context, name string, rt nodeRuntime) error {
 		}},
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := SetupHosting(mgr, Hosting{Runtime: rt, NodeName: name, Recorder: mgr.GetEventRecorder("unitlet-agent"),
 		Grace: time.Second, ProbeInterval: 50 * time.Millisecond, ObserveEvery: testObserveEvery,
-		SidecarBackoff: Backoff{Initial: testSidecarBackoff, Max: 2 * testSidecarBackoff}}); err != nil {
-		return err
+		SidecarBackoff: Backoff{Initial: testSidecarBackoff, Max: 2 * testSidecarBackoff}, Boot: rec}); err != nil {
+		return nil, err
 	}
-	go func() { _ = mgr.Start(ctx) }()
-	return nil
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		_ = mgr.Start(ctx)
+	}()
+	return stopped, nil
 }
 
 // instance builds a valid Instance for the test node.

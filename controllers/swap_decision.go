@@ -79,7 +79,9 @@ func decideSwap(f swapFacts) swapDecision {
 			}
 			return swapDecision{action: swapCreate}
 		}
-		return swapDecision{action: swapCreate, raise: active != nil && !active.Spec.Retired}
+		// No overlap beside one the reboot ended: nothing of it runs, and
+		// its parent cgroup went with the boot.
+		return swapDecision{action: swapCreate, raise: active != nil && !active.Spec.Retired && !goneWithBoot(active)}
 	}
 	d := swapDecision{}
 	for _, g := range f.gens {
@@ -90,7 +92,7 @@ func decideSwap(f swapFacts) swapDecision {
 	switch {
 	case latest.Spec.Retired:
 		switch {
-		case active != nil && exited(active) && !active.Spec.Retired:
+		case active != nil && ended(active) && !active.Spec.Retired:
 			// Its successor was already given up (an aborted swap) when
 			// the serving one ended: replace that one too.
 			d.action, d.target = swapReplaceExited, active
@@ -102,7 +104,7 @@ func decideSwap(f swapFacts) swapDecision {
 		}
 		d.sidecars = active != nil && d.action != swapReplaceExited
 	case latest == active:
-		if exited(active) {
+		if ended(active) {
 			d.action, d.target = swapReplaceExited, active
 			return d
 		}
@@ -114,9 +116,10 @@ func decideSwap(f swapFacts) swapDecision {
 			}
 		}
 		d.restore = len(f.gens) > 1
-	case failed(latest) && (active == nil || active.Spec.Retired || exited(active) || unresolved(latest)):
+	case failed(latest) && (active == nil || active.Spec.Retired || ended(active) || unresolved(latest)):
 		// Nothing serves to fall back to (nothing served yet, the active
-		// one ended too, or Replace already retired it), or the start was
+		// one ended too or went with the node's boot, or Replace already
+		// retired it), or the start was
 		// lost, not refused (an agent that died mid-start): one more
 		// crash, restarted with the backoff as a kubelet restarts a
 		// container, not an aborted swap.

@@ -46,6 +46,14 @@ func (b gb) retired(because string) gb {
 	return b
 }
 func (b gb) gone() gb { return b.cond(v1.ConditionTerminated, metav1.ConditionTrue) }
+func (b gb) rebooted() gb {
+	b.g.Status.Phase = v1.PhaseFailed
+	if b.g.Spec.Retired {
+		b.g.Status.Phase = v1.PhaseRetired
+	}
+	b.g.Status.Conditions = append(b.g.Status.Conditions, metav1.Condition{Type: v1.ConditionTerminated, Status: metav1.ConditionTrue, Reason: v1.ReasonNodeRebooted})
+	return b
+}
 func (b gb) host(h string) gb {
 	b.g.Spec.Host = h
 	return b
@@ -174,6 +182,38 @@ func TestDecideSwap(t *testing.T) {
 		"asleep, woken by a connection": {
 			gens: []gb{generation(1, "h").retired(RetiredIdle).gone()}, waking: true,
 			want: decision{Action: swapCreate},
+		},
+		"the node rebooted under the serving generation: replace it": {
+			gens: []gb{generation(1, "old").retired(RetiredSuperseded).gone(), generation(2, "h").ready().rebooted()}, active: 2,
+			want: decision{Action: swapReplaceExited, Target: 2, Stale: []int64{1}},
+		},
+		"replaced after the reboot: a successor with the same template": {
+			gens: []gb{generation(2, "h").ready().retired(RetiredRebooted).rebooted()}, active: 2,
+			want: decision{Action: swapCreate},
+		},
+		"replace: replaced after the reboot, every old one proven gone": {
+			strategy: v1.StrategyReplace, gens: []gb{generation(2, "h").ready().retired(RetiredRebooted).rebooted()}, active: 2,
+			want: decision{Action: swapCreate},
+		},
+		"the node rebooted mid-swap: the successor is replaced, not aborted": {
+			gens: []gb{generation(1, "old").ready().rebooted(), generation(2, "h").running().rebooted()}, active: 1,
+			want: decision{Action: swapReplaceExited, Target: 2},
+		},
+		"after the reboot mid-swap: a successor, with no overlap beside the one the reboot ended": {
+			gens: []gb{generation(1, "old").ready().rebooted(), generation(2, "h").running().retired(RetiredRebooted).rebooted()}, active: 1,
+			want: decision{Action: swapCreate},
+		},
+		"its successor fails after the reboot: replaced again, not aborted": {
+			gens: []gb{generation(1, "h").ready().rebooted(), generation(2, "h").running().retired(RetiredRebooted).rebooted(), generation(3, "h").refused()}, active: 1,
+			want: decision{Action: swapReplaceExited, Target: 3, Stale: []int64{2}},
+		},
+		"the reboot ended the one behind an aborted swap: replace it": {
+			gens: []gb{generation(1, "old").ready().rebooted(), generation(2, "h").refused().retired(RetiredSwapAborted).gone()}, active: 1,
+			want: decision{Action: swapReplaceExited, Target: 1},
+		},
+		"asleep across the reboot: nothing starts until woken": {
+			gens: []gb{generation(1, "h").retired(RetiredIdle).gone()},
+			want: decision{Action: swapIdle},
 		},
 		"a generation neither active nor latest is retired": {
 			gens: []gb{generation(1, "a").ready(), generation(2, "b").running(), generation(3, "h").running()}, active: 1,

@@ -27,7 +27,7 @@ const (
 	// froze; a different hash on the Instance means a new Generation.
 	AnnotationTemplateHash = "hosting.unitlet.dev/template-hash"
 	// AnnotationRetiredBecause says why a Generation was retired:
-	// Superseded, Suspended, SwapAborted, Exited or Deleted.
+	// Superseded, Suspended, SwapAborted, Exited, Idle or NodeRebooted.
 	AnnotationRetiredBecause = "hosting.unitlet.dev/retired-because"
 	// AnnotationSeeded records when the Instance's seed role succeeded.
 	AnnotationSeeded = "hosting.unitlet.dev/seeded"
@@ -45,6 +45,9 @@ const (
 	// RetiredIdle: no connection reached its socket for idleAfter; the
 	// next one starts a generation with the same template.
 	RetiredIdle = "Idle"
+	// RetiredRebooted: the node rebooted under it; a successor with the
+	// same template takes its place at once (a reboot is no crash).
+	RetiredRebooted = "NodeRebooted"
 )
 
 // templateHash is a stable digest of a template: encoding/json sorts map

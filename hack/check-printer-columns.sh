@@ -22,6 +22,11 @@ spec:
   template:
     command: ["/usr/bin/app"]
     tier: {memory: 64Mi, cpu: 100m, pids: 16}
+---
+apiVersion: hosting.unitlet.dev/v1alpha1
+kind: HostClaim
+metadata: {name: shop.example.com}
+spec: {namespace: default, name: shop, uid: 00000000-0000-0000-0000-000000000001, nodeName: vm}
 YAML
 fail=0
 expect() { # expect KIND "HEADER…" ROW-PATTERN
@@ -34,4 +39,5 @@ expect inst '^NAME +HOST +NODE +ACTIVE +READY +REASON +AGE$' '^shop +shop\.examp
 expect gen  '^NAME +INSTANCE +NUMBER +PHASE +STARTED +READY +AGE$' '^shop-1 +shop +1 +'
 expect enr  '^NAME +APPROVED +MODE +AGE$' '^vm +true +'
 expect ug   '^NAME +USER +NAMESPACES +NODES +GROUPS +AGE$' '^www-data-default +www-data +.*default'
-if [ "$fail" = 0 ]; then echo "printer columns ok (inst, gen, enr, ug)"; else echo "printer columns: failed"; exit 1; fi
+expect hc   '^NAME +NAMESPACE +INSTANCE +NODE +AGE$' '^shop\.example\.com +default +shop +vm +'
+if [ "$fail" = 0 ]; then echo "printer columns ok (inst, gen, enr, ug, hc)"; else echo "printer columns: failed"; exit 1; fi

@@ -113,6 +113,10 @@ const (
 	ReasonCgroupNotEmpty = "CgroupNotEmpty"
 	ReasonProofTimedOut  = "ProofTimedOut"
 	ReasonNoDelegation   = "NoDelegation"
+	// ReasonNodeRebooted: the node's boot ID changed since the agent
+	// last ran, which proves every process of the old boot gone (on a
+	// Generation's Terminated, Ready and Started).
+	ReasonNodeRebooted = "NodeRebooted"
 
 	// Drained: Unknown/Draining while the old generation still holds a
 	// queued or accepted connection; True/DrainProven once the kernel

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/unitlet/unitlet/runtime/boot"
 )
 
 // Files the identity is read from: machine-id below the node's /etc (in
@@ -15,7 +17,7 @@ import (
 // none), boot_id from the kernel, which a container shares with its host.
 const (
 	MachineIDFile = "machine-id"
-	BootIDFile    = "/proc/sys/kernel/random/boot_id"
+	BootIDFile    = boot.DefaultSource
 )
 
 // Identity is who the node is, as its Enrollment reports it.
@@ -29,9 +31,11 @@ type Identity struct {
 }
 
 // ReadIdentity reads the node's identity, its machine ID from hostEtc
-// ("" is /etc). A part it cannot read is left empty and named in the
+// ("" is /etc) and its boot ID from bootIDFile ("" is BootIDFile: the
+// agent's --boot-id-file, so the Enrollment reports the boot the agent
+// tells reboots by). A part it cannot read is left empty and named in the
 // error; the rest is still returned.
-func ReadIdentity(hostEtc string) (Identity, error) {
+func ReadIdentity(hostEtc, bootIDFile string) (Identity, error) {
 	if hostEtc == "" {
 		hostEtc = "/etc"
 	}
@@ -46,7 +50,10 @@ func ReadIdentity(hostEtc string) (Identity, error) {
 		return strings.TrimSpace(string(b))
 	}
 	id.MachineID = read(filepath.Join(hostEtc, MachineIDFile))
-	id.BootID = read(BootIDFile)
+	if bootIDFile == "" {
+		bootIDFile = BootIDFile
+	}
+	id.BootID = read(bootIDFile)
 	var u unix.Utsname
 	if err := unix.Uname(&u); err != nil {
 		errs = append(errs, "uname: "+err.Error())

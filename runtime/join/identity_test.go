@@ -10,7 +10,7 @@ import (
 )
 
 func TestReadIdentity(t *testing.T) {
-	id, err := ReadIdentity("")
+	id, err := ReadIdentity("", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,17 +26,22 @@ func TestReadIdentity(t *testing.T) {
 }
 
 // In a container the node's /etc is mounted elsewhere: the machine ID is
-// the host's, not the image's (which has none).
+// the host's, not the image's (which has none). The boot ID is read where
+// the agent was told to (--boot-id-file).
 func TestReadIdentityBelowHostEtc(t *testing.T) {
 	dir := t.TempDir()
 	if err := os.WriteFile(dir+"/machine-id", []byte("0123456789abcdef0123456789abcdef\n"), 0o444); err != nil {
 		t.Fatal(err)
 	}
-	id, err := ReadIdentity(dir)
-	if err != nil || id.MachineID != "0123456789abcdef0123456789abcdef" {
-		t.Fatalf("ReadIdentity(%s) = %+v, %v", dir, id, err)
+	boot := dir + "/boot_id"
+	if err := os.WriteFile(boot, []byte("0f1e2d3c-4b5a-4968-8776-a5b4c3d2e1f0\n"), 0o444); err != nil {
+		t.Fatal(err)
 	}
-	if _, err := ReadIdentity(t.TempDir()); err == nil || !strings.Contains(err.Error(), "machine-id") {
+	id, err := ReadIdentity(dir, boot)
+	if err != nil || id.MachineID != "0123456789abcdef0123456789abcdef" || id.BootID != "0f1e2d3c-4b5a-4968-8776-a5b4c3d2e1f0" {
+		t.Fatalf("ReadIdentity(%s, %s) = %+v, %v", dir, boot, id, err)
+	}
+	if _, err := ReadIdentity(t.TempDir(), ""); err == nil || !strings.Contains(err.Error(), "machine-id") {
 		t.Errorf("no machine-id: %v, want it named", err)
 	}
 }

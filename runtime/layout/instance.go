@@ -116,6 +116,11 @@ func (i Instance) PrivateDir() string {
 // IdentityDir holds the uids allocated to Instances (runtime/identity).
 func (l Layout) IdentityDir() string { return filepath.Join(l.StateRoot, "ids") }
 
+// BootRecord is <state>/boot_id: the boot ID the agent last ran under
+// (runtime/boot). Beside the state, not in the run root: it must outlive
+// the boot it names, or a reboot could not be told.
+func (l Layout) BootRecord() string { return filepath.Join(l.StateRoot, "boot_id") }
+
 // RunDir is <run>/<ns>/<name> (or <run>/_h/<ShortID> when that would not
 // leave room for socket names within sun_path): sockets and exit records.
 func (i Instance) RunDir() string { return i.runDir }

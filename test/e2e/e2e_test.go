@@ -115,6 +115,7 @@ func TestTwoNodes(t *testing.T) {
 	for _, n := range []*agent{b, c} {
 		inst := sample(t, "hosting_v1alpha1_instance_replace.yaml", n.Node)
 		inst.Name = "ledger-" + strings.TrimPrefix(n.Node, "e2e-")
+		inst.Spec.Host = inst.Name + ".example.com" // a host is the cluster's: one Instance serves it
 		if err := k8s.Create(context.Background(), inst); err != nil {
 			t.Fatal(err)
 		}
