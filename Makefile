@@ -15,9 +15,24 @@ export KUBEBUILDER_ASSETS := $(BIN)
 GENERATED   := api/v1alpha1/zz_generated.deepcopy.go config/crd config/rbac/role.yaml config/nodewatch/role.yaml \
 	config/grafana/unitlet-agent.json config/prometheus/prometheusrule.yaml config/argocd/argocd-cm.yaml
 FUZZTIME    ?= 10s
+# The version every binary reports (`unitlet version`, `kubectl unitlet
+# version`, the agent's Enrollment and unitlet_agent_info); `make build
+# VERSION=v1.2.3` overrides it. A build without it (go build, go run) falls
+# back to the VCS revision Go records (internal/version).
+VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS     := -X github.com/unitlet/unitlet/internal/version.Version=$(VERSION)
+# The agent image install.yaml and `make deploy` set (a tag or @sha256:...).
+IMG         ?= unitlet.dev/unitlet:dev
+KUBECTL     ?= $(shell command -v kubectl 2>/dev/null || echo $(BIN)/kubectl)
 
 .PHONY: all
 all: build
+
+##@ General
+
+.PHONY: help
+help: ## Display this help.
+	@awk 'BEGIN {FS = ":.*##"; printf "\nUsage:\n  make \033[36m<target>\033[0m\n"} /^[a-zA-Z_0-9-]+:.*?##/ { printf "  \033[36m%-16s\033[0m %s\n", $$1, $$2 } /^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) } ' $(MAKEFILE_LIST)
 
 ##@ Development
 
@@ -49,9 +64,9 @@ verify: manifests generate dashboards ## Fail when generated files are stale.
 
 .PHONY: build
 build: ## Build the unitlet binary, its small per-unit helper (unitlet-shim) and the kubectl plugin (kubectl-unitlet).
-	go build -o $(BIN)/unitlet .
+	go build -ldflags "$(LDFLAGS)" -o $(BIN)/unitlet .
 	go build -o $(BIN)/unitlet-shim ./cmd/unitlet-shim
-	go build -o $(BIN)/kubectl-unitlet ./cmd/kubectl-unitlet
+	go build -ldflags "$(LDFLAGS)" -o $(BIN)/kubectl-unitlet ./cmd/kubectl-unitlet
 
 .PHONY: control-plane
 control-plane: ## Build kube-apiserver, etcd and kubectl from source into bin/ (cached).
@@ -142,7 +157,7 @@ run: dev-up build ## dev-up, then the agent in the foreground as this node.
 
 .PHONY: image
 image: ## Build the agent's container image as a tarball, bin/unitlet-image.tar (no container engine needed).
-	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o $(BIN)/unitlet-static .
+	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w $(LDFLAGS)" -o $(BIN)/unitlet-static .
 	go run ./hack/image --binary $(BIN)/unitlet-static --tag $${IMG:-unitlet.dev/unitlet:dev} --out $(BIN)/unitlet-image.tar
 	@# The test cluster's sandbox image: no registry is reachable here.
 	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o $(BIN)/pause ./hack/pause
@@ -152,6 +167,38 @@ image: ## Build the agent's container image as a tarball, bin/unitlet-image.tar 
 deploy-render: ## Render config/default (what a cluster would get).
 	$(KUSTOMIZE) build config/default
 
-.PHONY: help
-help:
-	@awk 'BEGIN {FS = ":.*##"} /^[a-zA-Z_-]+:.*?##/ { printf "  %-16s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
+##@ Deployment (the cluster of the current kubeconfig)
+
+ignore-not-found ?= false
+
+.PHONY: install
+install: ## Install the CRDs into the cluster.
+	$(KUSTOMIZE) build config/crd | $(KUBECTL) apply --server-side -f -
+
+.PHONY: uninstall
+uninstall: ## Uninstall the CRDs from the cluster (ignore-not-found=true to ignore missing ones).
+	$(KUSTOMIZE) build config/crd | $(KUBECTL) delete --ignore-not-found=$(ignore-not-found) -f -
+
+.PHONY: deploy
+deploy: build-installer ## Deploy config/default with the agent image IMG (dist/install.yaml) to the cluster.
+	$(KUBECTL) apply --server-side -f dist/install.yaml
+
+.PHONY: undeploy
+undeploy: ## Remove what deploy applied (ignore-not-found=true to ignore missing objects).
+	$(KUSTOMIZE) build config/default | $(KUBECTL) delete --ignore-not-found=$(ignore-not-found) -f -
+
+##@ Release
+
+.PHONY: build-installer
+build-installer: ## Write dist/install.yaml: config/default with the agent image set to IMG.
+	@# An overlay outside config/, so the tree is not edited.
+	rm -rf $(BIN)/installer && mkdir -p $(BIN)/installer dist
+	printf 'resources:\n  - ../../config/default\n' >$(BIN)/installer/kustomization.yaml
+	cd $(BIN)/installer && $(KUSTOMIZE) edit set image unitlet.dev/unitlet=$(IMG)
+	$(KUSTOMIZE) build $(BIN)/installer >dist/install.yaml.tmp && mv dist/install.yaml.tmp dist/install.yaml
+	rm -rf $(BIN)/installer
+
+.PHONY: release
+release: ## Write a release into dist/ (VERSION=vX.Y.Z): install.yaml, the agent image archive, the plugin and its krew manifest, SHA256SUMS.
+	hack/release.sh $(VERSION)
+

@@ -2,7 +2,8 @@
 // no subcommand (or "agent") it runs the agent; "exec" is the trampoline a
 // unit runs before the app; "install" copies the binary to the host (the
 // DaemonSet's init container); "nodewatch" is the cluster-side watch of
-// the agents' Leases (its own Deployment).
+// the agents' Leases (its own Deployment); "version" prints the build's
+// version.
 //
 // The Go runtime keeps its cgroup CPU limit files open from start (fds 3
 // and up) and re-reads them to adjust GOMAXPROCS. The trampoline must put
@@ -13,10 +14,12 @@
 package main
 
 import (
+	"fmt"
 	"os"
 
 	"github.com/unitlet/unitlet/agent"
 	"github.com/unitlet/unitlet/internal/selfinstall"
+	"github.com/unitlet/unitlet/internal/version"
 	"github.com/unitlet/unitlet/nodewatch"
 	"github.com/unitlet/unitlet/runtime/trampoline"
 	"github.com/unitlet/unitlet/runtime/units/exitrecord"
@@ -47,4 +50,8 @@ var subcommands = map[string]func([]string) int{
 	"exit-record": exitrecord.Main,
 	"install":     selfinstall.Main,
 	"nodewatch":   nodewatch.Main,
+	"version": func([]string) int {
+		fmt.Println(version.Get())
+		return 0
+	},
 }

@@ -21,10 +21,8 @@ import (
 
 	hostingv1alpha1 "github.com/unitlet/unitlet/api/v1alpha1"
 	"github.com/unitlet/unitlet/internal/scheme"
+	"github.com/unitlet/unitlet/internal/version"
 )
-
-// Version is set at build time with -ldflags -X.
-var Version = "dev"
 
 // Main runs the agent until SIGTERM/SIGINT and returns the exit code.
 func Main(args []string) int {
@@ -103,7 +101,7 @@ func run(ctx context.Context, opts Options, log logr.Logger, j joining) error {
 	if err := setupEnrollment(mgr, opts, log, j, stop); err != nil {
 		return errors.Join(err, exit.run())
 	}
-	log.Info("agent starting", "node", opts.NodeName, "version", Version,
+	log.Info("agent starting", "node", opts.NodeName, "version", version.Get(),
 		"stateRoot", opts.StateRoot, "runRoot", opts.RunRoot, "cgroupRoot", opts.CgroupRoot,
 		"unitBackend", opts.UnitBackend, "requireEnrollment", opts.RequireEnrollment)
 	err = mgr.Start(ctx)

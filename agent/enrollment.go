@@ -14,6 +14,7 @@ import (
 	"github.com/unitlet/unitlet/controllers"
 	"github.com/unitlet/unitlet/internal/hostgate"
 	"github.com/unitlet/unitlet/internal/metrics"
+	"github.com/unitlet/unitlet/internal/version"
 	"github.com/unitlet/unitlet/runtime/diskspace"
 	"github.com/unitlet/unitlet/runtime/join"
 )
@@ -94,7 +95,7 @@ func setupEnrollment(mgr ctrl.Manager, opts Options, log logr.Logger, j joining,
 	}
 	r := &controllers.EnrollmentReconciler{
 		Client: c, NodeName: opts.NodeName, Guard: g,
-		Facts: controllers.NodeFacts{Identity: id, AgentVersion: Version,
+		Facts: controllers.NodeFacts{Identity: id, AgentVersion: version.Get(),
 			CgroupMode: g.CgroupMode(), UnitBackend: opts.UnitBackend},
 		Gate:         gate,
 		StartHosting: func() error { return j.setupHosting(mgr, opts) },

@@ -25,6 +25,7 @@ import (
 	hostingv1alpha1 "github.com/unitlet/unitlet/api/v1alpha1"
 	"github.com/unitlet/unitlet/internal/hostgate"
 	"github.com/unitlet/unitlet/internal/testkit/testutil"
+	"github.com/unitlet/unitlet/internal/version"
 	"github.com/unitlet/unitlet/runtime/join"
 )
 
@@ -246,7 +247,7 @@ func TestModeFlow(t *testing.T) {
 	}
 	id, _ := join.ReadIdentity("", "")
 	if enr.Status.MachineID != id.MachineID || enr.Status.BootID != id.BootID || enr.Status.Kernel != id.Kernel ||
-		enr.Status.Platform != id.Platform || enr.Status.AgentVersion != Version || enr.Status.UnitBackend != BackendDirect ||
+		enr.Status.Platform != id.Platform || enr.Status.AgentVersion != version.Get() || enr.Status.UnitBackend != BackendDirect ||
 		enr.Status.CgroupMode == "" || len(enr.Status.Checks) != 5 {
 		t.Errorf("identity not reported: %+v", enr.Status)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/unitlet/unitlet/controllers"
 	"github.com/unitlet/unitlet/internal/agentserver"
 	"github.com/unitlet/unitlet/internal/metrics"
+	"github.com/unitlet/unitlet/internal/version"
 	"github.com/unitlet/unitlet/runtime/boot"
 	"github.com/unitlet/unitlet/runtime/layout"
 )
@@ -45,7 +46,7 @@ func setupHosting(mgr ctrl.Manager, opts Options) error {
 		return err
 	}
 	log.Info("node runtime ready", "unitBackend", backend)
-	metrics.SetAgentInfo(opts.NodeName, Version, backend)
+	metrics.SetAgentInfo(opts.NodeName, version.Get(), backend)
 	recorder := mgr.GetEventRecorder("unitlet-agent")
 	if opts.ServeAddr != "" && opts.ServeAddr != "0" {
 		err := mgr.Add(&agentserver.Server{

@@ -16,6 +16,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/unitlet/unitlet/internal/scheme"
+	"github.com/unitlet/unitlet/internal/version"
 )
 
 // Main runs `unitlet nodewatch` until SIGTERM and returns the exit code.
@@ -67,5 +68,6 @@ func run(ctx context.Context, kubeconfig, leaseNS, probeAddr, metricsAddr string
 	if err := r.SetupWithManager(ctx, mgr); err != nil {
 		return err
 	}
+	ctrl.Log.WithName("nodewatch").Info("nodewatch starting", "version", version.Get(), "leaseNamespace", leaseNS)
 	return mgr.Start(ctx)
 }

@@ -26,9 +26,15 @@ import (
 // it.
 const Path = "/unitlet"
 
-// Build returns the image of binary at path (absolute), run as its
-// entrypoint.
+// Build returns the linux/amd64 image of binary at path (absolute), run as
+// its entrypoint.
 func Build(binary []byte, path string) (v1.Image, error) {
+	return BuildFor(binary, path, v1.Platform{OS: "linux", Architecture: "amd64"})
+}
+
+// BuildFor returns the image of binary, built for platform, at path
+// (absolute), run as its entrypoint.
+func BuildFor(binary []byte, path string, platform v1.Platform) (v1.Image, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	if err := tw.WriteHeader(&tar.Header{
@@ -60,7 +66,7 @@ func Build(binary []byte, path string) (v1.Image, error) {
 		return nil, err
 	}
 	cfg = cfg.DeepCopy()
-	cfg.OS, cfg.Architecture = "linux", "amd64"
+	cfg.OS, cfg.Architecture, cfg.Variant = platform.OS, platform.Architecture, platform.Variant
 	cfg.Config.Entrypoint = []string{path}
 	cfg.Config.User = "0"
 	cfg.Config.Labels = map[string]string{"org.opencontainers.image.source": "https://github.com/unitlet/unitlet"}

@@ -15,6 +15,8 @@ import (
 	"os/signal"
 	"slices"
 	"syscall"
+
+	"github.com/unitlet/unitlet/internal/version"
 )
 
 const usage = `kubectl unitlet: an Instance's logs and one-off commands, from its node's agent.
@@ -22,6 +24,7 @@ const usage = `kubectl unitlet: an Instance's logs and one-off commands, from it
 Usage:
   kubectl unitlet logs INSTANCE [-f] [--since 10m|RFC3339] [--generation N] [--role run|seed|sidecar/NAME] [--timestamps] [--prefix]
   kubectl unitlet run INSTANCE [-i] -- COMMAND [ARGS...]
+  kubectl unitlet version
 
 Flags for both: [-n NAMESPACE] [--kubeconfig FILE] [--context NAME]
 
@@ -53,6 +56,8 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = logsMain(ctx, args[1:], stdout, stderr)
 	case "run":
 		code, err = runMain(ctx, args[1:], stdin, stdout, stderr)
+	case "version":
+		err = versionMain(args[1:], stdout)
 	default:
 		err = usageError{fmt.Errorf("unknown command %q", args[0])}
 	}
@@ -66,6 +71,15 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return ExitError
 	}
 	return code
+}
+
+// versionMain prints the plugin's build version (internal/version).
+func versionMain(args []string, stdout io.Writer) error {
+	if len(args) > 0 {
+		return usageError{fmt.Errorf("version takes no arguments (got %q)", args)}
+	}
+	_, err := fmt.Fprintln(stdout, version.Get())
+	return err
 }
 
 // usageError is bad input on the command line.

@@ -4,8 +4,6 @@ import (
 	"net"
 	"os"
 	"sync"
-
-	"golang.org/x/sys/unix"
 )
 
 // acceptor serves every connection to one unix socket in a goroutine of
@@ -100,7 +98,7 @@ func (a *acceptor) drain() {
 	_ = rc.Control(func(fd uintptr) {
 		for {
 			// The listener is non-blocking: EAGAIN once the queue is empty.
-			nfd, _, err := unix.Accept4(int(fd), unix.SOCK_CLOEXEC)
+			nfd, err := acceptCloexec(int(fd))
 			if err != nil {
 				return
 			}

@@ -56,8 +56,7 @@ func OpenFIFO(path string, nonblock bool) (int, error) {
 			return -1, err
 		}
 	}
-	// Best effort: the default 64 KiB still works, only fills sooner.
-	_, _ = unix.FcntlInt(uintptr(fd), unix.F_SETPIPE_SZ, FIFOSize)
+	growPipe(fd)
 	return fd, nil
 }
 

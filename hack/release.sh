@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# Writes a release into dist/ (`make release VERSION=vX.Y.Z`):
+#   install.yaml                         config/default, the agent image pinned by digest
+#   unitlet-image-VERSION.oci.tar        the agent image: one OCI archive, an index for linux/amd64 and linux/arm64
+#   kubectl-unitlet-OS-ARCH              the plugin for linux/darwin x amd64/arm64
+#   kubectl-unitlet-OS-ARCH.tar.gz       each with LICENSE, for krew
+#   plugin.yaml                          the krew manifest (sha256 of each archive)
+#   SHA256SUMS                           of all of the above
+# Archives carry no owners or times, so a release can be rebuilt and compared.
+set -euo pipefail
+
+VERSION="${1:?usage: hack/release.sh vX.Y.Z}"
+if ! [[ "$VERSION" =~ ^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$ ]]; then
+	echo "release: VERSION=$VERSION is not a semantic version (vX.Y.Z[-pre]); run make release VERSION=vX.Y.Z" >&2
+	exit 2
+fi
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$ROOT"
+IMAGE_NAME="${IMAGE_NAME:-unitlet.dev/unitlet}"
+# Where the krew manifest says the archives are downloaded from.
+RELEASE_URL="${RELEASE_URL:-https://github.com/unitlet/unitlet/releases/download/$VERSION}"
+DIST="$ROOT/dist"
+WORK="$ROOT/bin/release"
+LDFLAGS="-s -w -X github.com/unitlet/unitlet/internal/version.Version=$VERSION"
+
+rm -rf "$DIST" "$WORK"
+mkdir -p "$DIST" "$WORK"
+
+# The agent image: both arches' static binaries in one index.
+platforms=()
+for arch in amd64 arm64; do
+	CGO_ENABLED=0 GOOS=linux GOARCH=$arch go build -trimpath -ldflags "$LDFLAGS" -o "$WORK/unitlet-linux-$arch" .
+	platforms+=(--platform "linux/$arch=$WORK/unitlet-linux-$arch")
+done
+image="unitlet-image-$VERSION.oci.tar"
+ref="$(go run ./hack/image "${platforms[@]}" --tag "$IMAGE_NAME:$VERSION" --out "$DIST/$image" | awk '{print $2}')"
+digest="${ref##*@}"
+[[ "$digest" == sha256:* ]] || { echo "release: hack/image printed no digest ($ref)" >&2; exit 1; }
+
+make --no-print-directory build-installer IMG="$IMAGE_NAME@$digest"
+
+# The plugin, raw and as krew archives (the binary and LICENSE).
+for os in linux darwin; do
+	for arch in amd64 arm64; do
+		name="kubectl-unitlet-$os-$arch"
+		CGO_ENABLED=0 GOOS=$os GOARCH=$arch go build -trimpath -ldflags "$LDFLAGS" -o "$DIST/$name" ./cmd/kubectl-unitlet
+		mkdir -p "$WORK/$name"
+		cp "$DIST/$name" "$WORK/$name/kubectl-unitlet"
+		cp LICENSE "$WORK/$name/LICENSE"
+		tar -C "$WORK/$name" --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 -cf - kubectl-unitlet LICENSE |
+			gzip -n >"$DIST/$name.tar.gz"
+	done
+done
+
+krew_platform() { # os arch
+	local sum
+	sum="$(sha256sum "$DIST/kubectl-unitlet-$1-$2.tar.gz" | cut -d' ' -f1)"
+	cat <<YAML
+  - selector:
+      matchLabels:
+        os: $1
+        arch: $2
+    uri: $RELEASE_URL/kubectl-unitlet-$1-$2.tar.gz
+    sha256: $sum
+    bin: kubectl-unitlet
+    files:
+      - from: kubectl-unitlet
+        to: .
+      - from: LICENSE
+        to: .
+YAML
+}
+
+{
+	cat <<YAML
+apiVersion: krew.googlecontainertools.github.com/v1alpha2
+kind: Plugin
+metadata:
+  name: unitlet
+spec:
+  version: $VERSION
+  homepage: https://github.com/unitlet/unitlet
+  shortDescription: Logs and one-off commands of unitlet Instances
+  description: |
+    kubectl unitlet shows an Instance's logs and runs one-off commands in
+    its environment, served by the unitlet agent of the Instance's node.
+    It presents your kubeconfig's credentials, which the agent has the API
+    server review.
+  platforms:
+YAML
+	for os in linux darwin; do
+		for arch in amd64 arm64; do
+			krew_platform "$os" "$arch"
+		done
+	done
+} >"$DIST/plugin.yaml"
+
+(cd "$DIST" && sha256sum install.yaml "$image" plugin.yaml kubectl-unitlet-* >SHA256SUMS)
+rm -rf "$WORK"
+echo "release $VERSION in dist/ (image $IMAGE_NAME@$digest):"
+ls -l "$DIST"
