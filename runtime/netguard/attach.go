@@ -109,7 +109,7 @@ func loadAndAttach(cgroup int, attachType uint32, prog []insn) error {
 	load.logBuf = uint64(uintptr(unsafe.Pointer(&logBuf[0])))
 	copy(load.name[:], "unitlet_netgrd")
 	load.expected = attachType
-	fd, _, errno := unix.Syscall(unix.SYS_BPF, cmdProgLoad, uintptr(unsafe.Pointer(&load)), unsafe.Sizeof(load))
+	fd, errno := progLoad(&load)
 	runtime.KeepAlive(code)
 	runtime.KeepAlive(license)
 	if errno != 0 {
@@ -125,6 +125,24 @@ func loadAndAttach(cgroup int, attachType uint32, prog []insn) error {
 		return fmt.Errorf("attach program for hook %d: %w", attachType, errno)
 	}
 	return nil
+}
+
+// loadTries bounds the retries of an interrupted load.
+const loadTries = 100
+
+// progLoad is BPF_PROG_LOAD, tried again while it answers EAGAIN or EINTR:
+// a signal interrupts the verifier (Go's runtime signals its threads to
+// preempt goroutines), which is no verdict on the program.
+func progLoad[T any](attr *T) (uintptr, unix.Errno) {
+	var errno unix.Errno
+	for i := 0; i < loadTries; i++ {
+		var fd uintptr
+		fd, _, errno = unix.Syscall(unix.SYS_BPF, cmdProgLoad, uintptr(unsafe.Pointer(attr)), unsafe.Sizeof(*attr))
+		if errno != unix.EAGAIN && errno != unix.EINTR {
+			return fd, errno
+		}
+	}
+	return 0, errno
 }
 
 func verifierLog(b []byte) string {
