@@ -4,9 +4,10 @@
 # backend's tests), openssl (dev certificates) and nginx (the front end of
 # the zero-downtime test; started by that test alone, on loopback), and
 # QEMU, debootstrap, e2fsprogs and ssh for the node VM (hack/node-vm.sh),
-# and gcc with the C library for `make bench`'s static app.
+# gcc with the C library for `make bench`'s static app, and iproute2 (the
+# metadata guard's test builds its addresses in a namespace of its own).
 set -euo pipefail
-want=(systemd dbus openssl util-linux nginx qemu-system-x86 qemu-utils debootstrap e2fsprogs openssh-client gcc libc6-dev)
+want=(systemd dbus openssl util-linux iproute2 nginx qemu-system-x86 qemu-utils debootstrap e2fsprogs openssh-client gcc libc6-dev)
 missing=()
 for p in "${want[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
