@@ -15,6 +15,7 @@ type acceptor struct {
 	mu     sync.Mutex
 	conns  map[net.Conn]struct{}
 	closed bool
+	isCut  bool
 	serve  func(net.Conn)
 }
 
@@ -44,10 +45,10 @@ func (a *acceptor) start(serve func(net.Conn)) {
 			if err != nil {
 				return // closed
 			}
-			if !a.track(c) {
-				c.Close()
-				return
-			}
+			// Served even when stop ran meanwhile: the kernel handed
+			// this connection over before the listener closed, so its
+			// bytes are the run's as much as a queued one's are.
+			a.track(c)
 			go a.serveOne(c)
 		}
 	}()
@@ -62,15 +63,18 @@ func (a *acceptor) serveOne(c net.Conn) {
 	c.Close()
 }
 
-func (a *acceptor) track(c net.Conn) bool {
+// track counts c as served until serveOne ends. Its caller holds a
+// count of its own on wg (the accept loop's, or drain's caller's), so a
+// Wait begun after stop still covers c. A connection tracked after cut
+// is cut at once.
+func (a *acceptor) track(c net.Conn) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.closed {
-		return false
-	}
 	a.conns[c] = struct{}{}
 	a.wg.Add(1)
-	return true
+	if a.isCut {
+		c.Close()
+	}
 }
 
 // stop stops accepting (and removes the socket file); it reports false
@@ -112,10 +116,7 @@ func (a *acceptor) drain() {
 		if err != nil {
 			continue
 		}
-		if !a.track(c) {
-			c.Close()
-			continue
-		}
+		a.track(c)
 		go a.serveOne(c)
 	}
 }
@@ -131,6 +132,7 @@ func (a *acceptor) open() int {
 func (a *acceptor) cut() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.isCut = true
 	for c := range a.conns {
 		c.Close()
 	}
