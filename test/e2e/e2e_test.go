@@ -34,25 +34,26 @@ func TestOverlapSwapUnderLoad(t *testing.T) {
 	}
 
 	addr := startNginx(t, inst.Status.Socket)
-	stop := make(chan struct{})
-	done := make(chan *testutil.Load)
-	go func() { done <- testutil.RunLoad(addr, 8, 10000, 3*time.Minute, stop) }()
+	l := testutil.StartLoad(addr, 8, 10000, 3*time.Minute)
+	defer l.Stop()
 	time.Sleep(time.Second) // load on the old generation first
+	from := l.Mark()
 	updateInstance(t, inst.Name, func(i *v1.Instance) { i.Spec.Template.Env[0].Value = "shop-v2.example.com" })
 	waitServing(t, inst.Name, 2)
 	eventually(t, "generation 1 proven gone", 60*time.Second, func() (bool, string) {
 		g := getGeneration(t, inst.Name, 1)
 		return meta.IsStatusConditionTrue(g.Status.Conditions, v1.ConditionTerminated), conditions(g.Status.Conditions)
 	})
-	close(stop)
-	l := <-done
+	during := l.Mark().Since(from)
+	l.Stop()
 	total, bodies := l.Total(), l.Bodies()
-	fmt.Printf("e2e overlap swap: %d requests through nginx, %d failed, by answer: %v\n", total, l.Failed.Load(), bodies)
+	fmt.Printf("e2e overlap swap: %d requests through nginx (%d during the swap), %d failed, by answer: %v\n",
+		total, during.Total(), l.Failed.Load(), bodies)
 	if l.Failed.Load() != 0 {
 		t.Fatalf("%d of %d requests failed during the swap; first: %v", l.Failed.Load(), total, l.FirstErr())
 	}
-	if total < 10000 {
-		t.Fatalf("only %d requests sent", total)
+	if total < 10000 || during.OK == 0 {
+		t.Fatalf("only %d requests sent, %d answered during the swap", total, during.OK)
 	}
 	if bodies["hello from shop.example.com generation 1\n"] == 0 || bodies["hello from shop-v2.example.com generation 2\n"] == 0 {
 		t.Fatalf("want answers from both generations, got %v", bodies)
@@ -85,6 +86,17 @@ func TestReplaceSuspendDelete(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The same order to the microsecond: generation 1's main process had
+	// ended before generation 2's start was even handed off.
+	exit1, err := testutil.ExitRecord(os.ReadFile, li, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	handedOff, err := testutil.HandedOffAt(os.ReadFile, li, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testutil.CheckReplaceOrder(t, inst.Name, exit1.At, handedOff)
 	updateInstance(t, inst.Name, func(i *v1.Instance) { i.Spec.Suspend = true })
 	eventually(t, "suspended", 60*time.Second, func() (bool, string) {
 		i := getInstance(t, inst.Name)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/unitlet/unitlet/internal/testkit/testutil"
+	"github.com/unitlet/unitlet/runtime/layout"
 )
 
 // guest runs a script in the guest, failing t when it fails.
@@ -89,4 +90,25 @@ echo "no process of `+cgroup+` in D state" >&2; exit 1`)
 func (h *hold) release(t testing.TB) {
 	t.Helper()
 	guest(t, "fsfreeze -u /mnt/hold 2>/dev/null || true")
+}
+
+// guestLayout is where the agent in the guest keeps Instance name: the
+// DaemonSet's roots.
+func guestLayout(t testing.TB, name string) layout.Instance {
+	t.Helper()
+	lay := layout.Layout{}
+	for _, a := range agentArgs {
+		if v, ok := strings.CutPrefix(a, "--state-root="); ok {
+			lay.StateRoot = v
+		} else if v, ok := strings.CutPrefix(a, "--run-root="); ok {
+			lay.RunRoot = v
+		} else if v, ok := strings.CutPrefix(a, "--cgroup-root="); ok {
+			lay.CgroupRoot = v
+		}
+	}
+	li, err := lay.Instance(testutil.Namespace, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return li
 }

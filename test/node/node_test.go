@@ -141,6 +141,27 @@ func replaceInOrder(t *testing.T) {
 	if proof == nil || proof.Status != "True" || g2.Status.StartedAt == nil || g2.Status.StartedAt.Before(&proof.LastTransitionTime) {
 		t.Fatalf("Replace: generation 2 started at %v, generation 1 proven gone at %v", g2.Status.StartedAt, proof)
 	}
+	// The same order to the microsecond, from the node's own words:
+	// generation 1's exit record (its ExecStopPost) against systemd's
+	// start timestamp of generation 2's main process.
+	li := guestLayout(t, "ledger")
+	exit1, err := testutil.ExitRecord(func(p string) ([]byte, error) {
+		out, err := vm.Run(context.Background(), "cat "+p)
+		return []byte(out), err
+	}, li, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p2, err := li.Generation(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	started2, err := time.Parse("Mon 2006-01-02 15:04:05.000000 MST",
+		guest(t, "systemctl show -P ExecMainStartTimestamp --timestamp=us+utc "+p2.UnitName()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	testutil.CheckReplaceOrder(t, "ledger", exit1.At, started2)
 	if body := unixGet(t, inst.Status.Socket, "/"); body != "ledger ok" {
 		t.Errorf("ledger answers %q", body)
 	}

@@ -17,7 +17,6 @@ import (
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
 	"github.com/unitlet/unitlet/internal/testkit/testutil"
-	"github.com/unitlet/unitlet/runtime/units/record"
 )
 
 // load is what a client loop saw.
@@ -152,19 +151,19 @@ func TestReplaceSuspendDelete(t *testing.T) {
 	// 1's ExecStopPost (which runs inside its cgroup, so before the cgroup
 	// can be seen empty) wrote its exit record before 2's main process
 	// was started.
-	p1, p2 := proc(t, li, 1), proc(t, li, 2)
-	var exit1 record.Exit
-	if err := record.Read(li.ExitDir(), record.Name(p1, record.ExitSuffix), &exit1); err != nil {
+	exit1, err := testutil.ExitRecord(os.ReadFile, li, 1)
+	if err != nil {
 		t.Fatal(err)
 	}
-	sp, err := c.GetUnitTypePropertiesContext(context.Background(), p2.UnitName(), "Service")
+	if exit1.By != "systemd" {
+		t.Errorf("generation 1's exit record was written by %q, want systemd's ExecStopPost", exit1.By)
+	}
+	sp, err := c.GetUnitTypePropertiesContext(context.Background(), proc(t, li, 2).UnitName(), "Service")
 	if err != nil {
 		t.Fatal(err)
 	}
 	started2, _ := sp["ExecMainStartTimestamp"].(uint64)
-	if exit1.By != "systemd" || started2 == 0 || !exit1.At.Before(time.UnixMicro(int64(started2))) {
-		t.Fatalf("Replace: generation 1's exit record %+v, generation 2's main process started at %d µs", exit1, started2)
-	}
+	testutil.CheckReplaceOrder(t, inst.Name, exit1.At, time.UnixMicro(int64(started2)))
 	cgroup := sliceCgroup(t, c, li)
 	if cgroup == "" || processesUnder(t, cgroup) == 0 {
 		t.Fatalf("serving, yet the slice %s (cgroup %q) holds no process", li.SliceName(), cgroup)

@@ -117,24 +117,30 @@ func (a API) DeleteAndWait(t testing.TB, name string, limit time.Duration) {
 // SwapUnderLoad sends GETs to http://addr/ from workers clients while
 // mutate changes the Instance name's template, and until its generation
 // 1 is proven gone and at least min requests were sent; it fails t on any
-// failed request and returns the load's tally.
+// failed request, or on a swap that no request saw, and returns the
+// load's tally. Requests answered during the swap (from the update until
+// generation 1 is proven gone) are counted apart from those after it.
 func (a API) SwapUnderLoad(t testing.TB, name, addr string, workers int, min int64, mutate func(*v1.Instance)) *Load {
 	t.Helper()
-	stop := make(chan struct{})
-	done := make(chan *Load)
-	go func() { done <- RunLoad(addr, workers, min, 5*time.Minute, stop) }()
+	l := StartLoad(addr, workers, min, 5*time.Minute)
+	defer l.Stop()
 	time.Sleep(2 * time.Second) // load on the old generation first
+	from := l.Mark()
 	a.UpdateInstance(t, name, time.Minute, mutate)
 	a.WaitServing(t, name, 2)
 	Eventually(t, "generation 1 proven gone", 2*time.Minute, a.Every, func() (bool, string) {
 		g := a.Generation(t, name, 1)
 		return meta.IsStatusConditionTrue(g.Status.Conditions, v1.ConditionTerminated), Conditions(g.Status.Conditions)
 	})
-	close(stop)
-	l := <-done
-	fmt.Printf("%s swap: %d requests, %d failed, by answer: %v\n", name, l.Total(), l.Failed.Load(), l.Bodies())
+	during := l.Mark().Since(from)
+	l.Stop()
+	fmt.Printf("%s swap: %d requests (%d during the swap, %d failed), by answer: %v\n",
+		name, l.Total(), during.Total(), l.Failed.Load(), l.Bodies())
 	if l.Failed.Load() != 0 {
 		t.Fatalf("%d of %d requests failed during the swap; first: %v", l.Failed.Load(), l.Total(), l.FirstErr())
+	}
+	if during.OK == 0 {
+		t.Fatalf("no request was answered during the swap: it was not under load")
 	}
 	return l
 }

@@ -9,29 +9,44 @@ import (
 	"time"
 )
 
-// Load sends GETs from workers until stop is closed and at least min
-// requests were sent; it counts answers by body, and failures.
+// Load sends GETs from workers until stopped and at least min requests
+// were sent; it counts answers by body, and failures.
 type Load struct {
 	OK, Failed atomic.Int64
 	mu         sync.Mutex
 	bodies     map[string]int64
 	firstErr   atomic.Value
+	stop       chan struct{}
+	stopOnce   sync.Once
+	wg         sync.WaitGroup
 }
 
-// RunLoad drives http://addr/ with workers clients, bounded by limit
-// whatever happens; it returns once every worker stopped.
+// RunLoad drives http://addr/ with workers clients until stop is closed
+// (and min were sent), bounded by limit whatever happens; it returns
+// once every worker stopped.
 func RunLoad(addr string, workers int, min int64, limit time.Duration, stop <-chan struct{}) *Load {
-	l := &Load{bodies: map[string]int64{}}
+	l := StartLoad(addr, workers, min, limit)
+	select {
+	case <-stop:
+	case <-time.After(limit):
+	}
+	l.Stop()
+	return l
+}
+
+// StartLoad drives http://addr/ with workers clients until Stop (and min
+// were sent), bounded by limit; Mark reads its tally while it runs.
+func StartLoad(addr string, workers int, min int64, limit time.Duration) *Load {
+	l := &Load{bodies: map[string]int64{}, stop: make(chan struct{})}
 	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: workers}}
-	var wg sync.WaitGroup
 	deadline := time.Now().Add(limit)
 	for w := 0; w < workers; w++ {
-		wg.Add(1)
+		l.wg.Add(1)
 		go func() {
-			defer wg.Done()
+			defer l.wg.Done()
 			for time.Now().Before(deadline) {
 				select {
-				case <-stop:
+				case <-l.stop:
 					if l.OK.Load()+l.Failed.Load() >= min {
 						return
 					}
@@ -41,9 +56,29 @@ func RunLoad(addr string, workers int, min int64, limit time.Duration, stop <-ch
 			}
 		}()
 	}
-	wg.Wait()
 	return l
 }
+
+// Stop ends the load once min requests were sent, and waits for it.
+func (l *Load) Stop() {
+	l.stopOnce.Do(func() { close(l.stop) })
+	l.wg.Wait()
+}
+
+// Mark is a load's tally at one moment: requests answered (each counted
+// when its answer came) and failed.
+type Mark struct{ OK, Failed int64 }
+
+// Mark is the tally now.
+func (l *Load) Mark() Mark { return Mark{OK: l.OK.Load(), Failed: l.Failed.Load()} }
+
+// Since is what was tallied between earlier and m.
+func (m Mark) Since(earlier Mark) Mark {
+	return Mark{OK: m.OK - earlier.OK, Failed: m.Failed - earlier.Failed}
+}
+
+// Total is every request of the tally.
+func (m Mark) Total() int64 { return m.OK + m.Failed }
 
 func (l *Load) one(c *http.Client, addr string) {
 	resp, err := c.Get("http://" + addr + "/")

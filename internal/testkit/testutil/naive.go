@@ -48,23 +48,19 @@ func NaiveApp(python string) func(*v1.Instance) {
 // SwapsUnderLoad sends GETs to http://addr/ from workers clients while
 // the Instance name is swapped swaps times (an env var changed each
 // time), until every superseded generation is proven gone and at least
-// min requests were sent. It fails t on any failed request, and on a
-// superseded generation whose drain was not proven (ended by the limit).
+// min requests were sent. It fails t on any failed request, on a swap
+// that no request saw, and on a superseded generation whose drain was
+// not proven (ended by the limit). Each swap's requests (from its update
+// until the old generation is proven gone) are counted apart.
 func (a API) SwapsUnderLoad(t testing.TB, name, addr string, workers int, min int64, swaps int) *Load {
 	t.Helper()
-	stop := make(chan struct{})
-	done := make(chan *Load)
-	go func() { done <- RunLoad(addr, workers, min, 10*time.Minute, stop) }()
-	stopped := false
-	defer func() {
-		if !stopped {
-			close(stop)
-			<-done
-		}
-	}()
+	l := StartLoad(addr, workers, min, 10*time.Minute)
+	defer l.Stop()
 	first := a.Instance(t, name).Status.ActiveGeneration
+	var during int64
 	for k := 1; k <= swaps; k++ {
 		time.Sleep(2 * time.Second) // load on the serving generation first
+		from := l.Mark()
 		a.UpdateInstance(t, name, time.Minute, func(i *v1.Instance) {
 			i.Spec.Template.Env = append(i.Spec.Template.Env, v1.EnvVar{Name: fmt.Sprintf("SWAP_%d", k), Value: "1"})
 		})
@@ -74,17 +70,21 @@ func (a API) SwapsUnderLoad(t testing.TB, name, addr string, workers int, min in
 			g := a.Generation(t, name, old)
 			return meta.IsStatusConditionTrue(g.Status.Conditions, v1.ConditionTerminated), Conditions(g.Status.Conditions)
 		})
+		swap := l.Mark().Since(from)
+		during += swap.Total()
 		g := a.Generation(t, name, old)
-		if c := meta.FindStatusCondition(g.Status.Conditions, v1.ConditionDrained); c == nil || c.Reason != v1.ReasonDrainProven {
+		c := meta.FindStatusCondition(g.Status.Conditions, v1.ConditionDrained)
+		if c == nil || c.Reason != v1.ReasonDrainProven {
 			t.Fatalf("generation %d was stopped without a proven drain: %s", old, Conditions(g.Status.Conditions))
-		} else {
-			fmt.Printf("%s swap %d: generation %d %s\n", name, k, old, c.Message)
+		}
+		fmt.Printf("%s swap %d: %d requests during it (%d failed); generation %d %s\n", name, k, swap.Total(), swap.Failed, old, c.Message)
+		if swap.OK == 0 {
+			t.Fatalf("swap %d: no request was answered during it: it was not under load", k)
 		}
 	}
-	close(stop)
-	stopped = true
-	l := <-done
-	fmt.Printf("%s, %d swaps: %d requests, %d failed, by answer: %v\n", name, swaps, l.Total(), l.Failed.Load(), l.Bodies())
+	l.Stop()
+	fmt.Printf("%s, %d swaps: %d requests (%d during the swaps, %d after), %d failed, by answer: %v\n",
+		name, swaps, l.Total(), during, l.Total()-during, l.Failed.Load(), l.Bodies())
 	if l.Failed.Load() != 0 {
 		t.Fatalf("%d of %d requests failed across the swaps; first: %v", l.Failed.Load(), l.Total(), l.FirstErr())
 	}
