@@ -96,7 +96,7 @@ const (
 	// ReasonCertain: every start's outcome is known (StartUncertain=False).
 	ReasonCertain = "Certain"
 	// ReasonDeleting: the Instance waits for its generations to be proven
-	// gone and deleted before the lease goes.
+	// gone and deleted before the finalizer goes.
 	ReasonDeleting = "Deleting"
 
 	// Start outcomes.
@@ -150,8 +150,10 @@ const (
 	ReasonDiskUnreadable  = "DiskUnreadable"
 )
 
-// Finalizer is the lease: the agent removes it only after every unit of
-// the object is proven gone.
+// Finalizer is the agent's hold on an object: it removes it only after
+// every unit of the object is proven gone. Its value still says "lease",
+// the word it was given first: renaming it would strand the finalizers
+// stored on every existing object.
 const Finalizer = "hosting.unitlet.dev/lease"
 
 // LabelInstance names a Generation's Instance.

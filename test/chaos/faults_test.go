@@ -119,7 +119,7 @@ func TestAPIOutage(t *testing.T) {
 // generation of one Instance that is swapped (Replace) and of one that is
 // deleted. Neither kill may be claimed: KillUnproven shows within 1 s of
 // the agent's proof running out, Replace starts nothing new, the deleted
-// Instance keeps its lease; once the process can die, both finish and
+// Instance keeps its finalizer; once the process can die, both finish and
 // nothing is left.
 func TestUnkillable(t *testing.T) {
 	a, m := openScenario(t, "unkillable-kill", "chaos-hold", map[string]desired{"held-swap": {strategy: v1.StrategyReplace, salt: 1}, "held-del": {strategy: v1.StrategyOverlap, salt: 1}})
@@ -151,7 +151,7 @@ func TestUnkillable(t *testing.T) {
 		tally.broke(t, lie, "held-del generation 1 says Terminated=True while a process of it lives")
 	}
 	if !controllerHolds(g1) || !controllerHolds(kube.Instance(t, "held-del")) {
-		tally.broke(t, orphan, "held-del let go of its lease with an unproven kill")
+		tally.broke(t, orphan, "held-del let go of its finalizer with an unproven kill")
 	}
 	checkGeneration(t, a, g1)
 

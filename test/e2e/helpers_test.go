@@ -59,7 +59,7 @@ func updateInstance(t *testing.T, name string, mutate func(*v1.Instance)) {
 	kube.UpdateInstance(t, name, 10*time.Second, mutate)
 }
 
-// deleteAndWait deletes an Instance and waits until its lease is released.
+// deleteAndWait deletes an Instance and waits until its finalizer is released.
 func deleteAndWait(t *testing.T, name string) {
 	t.Helper()
 	kube.DeleteAndWait(t, name, 60*time.Second)

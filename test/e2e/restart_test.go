@@ -45,7 +45,7 @@ func TestAgentRestart(t *testing.T) {
 
 	a.Stop(syscall.SIGKILL)
 	time.Sleep(time.Second) // the kept app writes ~20 lines with no agent to read them
-	// While no agent runs, the orphan's objects vanish without their lease:
+	// While no agent runs, the orphan's objects vanish without their finalizer:
 	// what the node runs for them now belongs to nothing.
 	forget(t, "orphan")
 	orphanCgroup := layout.InstanceCgroup(a.CgroupRoot, "default", "orphan")

@@ -73,10 +73,10 @@ func TestSIGTERMDuringKillProof(t *testing.T) {
 		t.Errorf("generation 1 after the agent's SIGTERM: %s; want Terminated=False (Cancelled or ProofTimedOut)", conditions(g.Status.Conditions))
 	}
 	if !slices.Contains(g.Finalizers, v1.Finalizer) {
-		t.Errorf("generation 1 let go of its lease with its kill unproven: finalizers %v", g.Finalizers)
+		t.Errorf("generation 1 let go of its finalizer with its kill unproven: finalizers %v", g.Finalizers)
 	}
 	if f := getInstance(t, inst.Name).Finalizers; !slices.Contains(f, v1.Finalizer) {
-		t.Errorf("the Instance let go of its lease with a kill unproven: finalizers %v", f)
+		t.Errorf("the Instance let go of its finalizer with a kill unproven: finalizers %v", f)
 	}
 
 	hold.Release(t)

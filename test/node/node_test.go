@@ -279,7 +279,7 @@ func unprovenKill(t *testing.T) {
 		i := kube.Instance(t, "ticker")
 		return meta.IsStatusConditionTrue(i.Status.Conditions, v1.ConditionKillUnproven), testutil.Conditions(i.Status.Conditions)
 	})
-	// The lease is kept: the Instance is still there, finalizer and all.
+	// The finalizer is kept: the Instance is still there.
 	i := kube.Instance(t, "ticker")
 	if i.DeletionTimestamp == nil || len(i.Finalizers) == 0 {
 		t.Fatalf("deleted with an unproven kill: deletion %v, finalizers %v", i.DeletionTimestamp, i.Finalizers)

@@ -100,7 +100,7 @@ func (a API) UpdateInstance(t testing.TB, name string, limit time.Duration, muta
 }
 
 // DeleteAndWait deletes the Instance name and waits up to limit until it
-// is gone: its lease released.
+// is gone: its finalizer released.
 func (a API) DeleteAndWait(t testing.TB, name string, limit time.Duration) {
 	t.Helper()
 	inst := &v1.Instance{}
