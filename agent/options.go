@@ -15,6 +15,7 @@ import (
 	"github.com/unitlet/unitlet/internal/hostgate"
 	"github.com/unitlet/unitlet/runtime/boot"
 	"github.com/unitlet/unitlet/runtime/identity"
+	"github.com/unitlet/unitlet/runtime/node"
 )
 
 // Backend names a unit backend.
@@ -95,7 +96,7 @@ func Parse(args []string) (Options, error) {
 	fs.StringVar(&o.BootIDFile, "boot-id-file", boot.DefaultSource, "the node's boot ID; recorded beside the state root, a change since the agent last ran proves every process of the old boot gone")
 	fs.StringVar(&o.LeaseNamespace, "lease-namespace", "unitlet-system", "namespace of the node's Lease, renewed every 10 s for nodewatch (with --require-enrollment; empty renews none)")
 	o.AppIDs = identity.DefaultRange
-	o.LogMaxBytes = 8 << 20
+	o.LogMaxBytes = node.DefaultLogMaxBytes
 	fs.Func("instance-log-max-size", "size of an Instance's log file before it is rotated, as a quantity (default 8Mi)", func(v string) error {
 		q, err := resource.ParseQuantity(v)
 		if err != nil || q.Value() < 1024 {

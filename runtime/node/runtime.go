@@ -43,7 +43,7 @@ type Config struct {
 
 // Defaults for the log rotation when Config leaves them zero.
 const (
-	DefaultLogMaxBytes = 10 << 20
+	DefaultLogMaxBytes = 8 << 20 // the agent's --instance-log-max-size default too
 	DefaultLogKeep     = 3
 )
 
