@@ -12,7 +12,7 @@ import (
 // delete while the reconcilers are busy), is delivered whole, each slot
 // once however often it was seen.
 func TestEventsNeverDropped(t *testing.T) {
-	e := newEnv(t)
+	e := newFakeEnv(t)
 	want := map[Ref]int{}
 	for i := range 2000 {
 		ref := GenerationRef("default", fmt.Sprintf("app-%d", i), 1)
