@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"syscall"
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
 	"github.com/unitlet/unitlet/runtime/layout"
