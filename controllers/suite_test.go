@@ -129,12 +129,6 @@ func instance(name string, opts ...func(*v1.Instance)) *v1.Instance {
 
 func replace(i *v1.Instance) { i.Spec.Strategy = v1.StrategyReplace }
 
-// eventually polls cond until it holds or 20 s pass.
-func eventually(t *testing.T, what string, cond func() (bool, string)) {
-	t.Helper()
-	testutil.Eventually(t, what, waitLimit, pollEvery, cond)
-}
-
 func getInstance(t *testing.T, name string) *v1.Instance {
 	t.Helper()
 	return kube.Instance(t, name)
@@ -172,7 +166,7 @@ func conditionsOf(conds []metav1.Condition) string {
 func waitInstance(t *testing.T, name, typ, want string) *v1.Instance {
 	t.Helper()
 	var inst *v1.Instance
-	eventually(t, fmt.Sprintf("%s %s=%s", name, typ, want), func() (bool, string) {
+	testutil.Eventually(t, fmt.Sprintf("%s %s=%s", name, typ, want), waitLimit, pollEvery, func() (bool, string) {
 		inst = getInstance(t, name)
 		return condition(inst.Status.Conditions, typ) == want, conditionsOf(inst.Status.Conditions)
 	})
