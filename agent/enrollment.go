@@ -14,6 +14,7 @@ import (
 	"github.com/unitlet/unitlet/controllers"
 	"github.com/unitlet/unitlet/internal/hostgate"
 	"github.com/unitlet/unitlet/internal/metrics"
+	"github.com/unitlet/unitlet/internal/nodelease"
 	"github.com/unitlet/unitlet/internal/version"
 	"github.com/unitlet/unitlet/runtime/diskspace"
 	"github.com/unitlet/unitlet/runtime/join"
@@ -37,7 +38,7 @@ type joining struct {
 }
 
 func defaultJoining() joining {
-	return joining{every: joinEvery, prepareEvery: prepareEvery, leaseRenew: leaseRenew, leaseDuration: leaseDuration,
+	return joining{every: joinEvery, prepareEvery: prepareEvery, leaseRenew: nodelease.Renew, leaseDuration: nodelease.Duration,
 		clock: clock.RealClock{}, setupHosting: setupHosting}
 }
 

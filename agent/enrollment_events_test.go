@@ -34,7 +34,7 @@ func TestApprovalNoticedAtOnce(t *testing.T) {
 	a := startAgent(t, node, opts, func(j *joining) { j.every = time.Hour })
 	a.expectStage(t, http.StatusServiceUnavailable, join.StageAwaitingApproval)
 	// The node's Lease is renewed from the start, approved or not.
-	eventually(t, "the node's Lease", func() error {
+	testutil.Eventually(t, "the node's Lease", waitLimit, pollEvery, testutil.Succeeds(func() error {
 		l := &coordinationv1.Lease{}
 		if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: "unitlet-system", Name: node}, l); err != nil {
 			return err
@@ -43,7 +43,7 @@ func TestApprovalNoticedAtOnce(t *testing.T) {
 			return errorf("lease %+v", l.Spec)
 		}
 		return nil
-	})
+	}))
 
 	setApproved(t, node, true)
 	a.expectStage(t, http.StatusOK, join.StageHosting)
@@ -105,13 +105,13 @@ func TestTwoAgentsOneNodeName(t *testing.T) {
 	second := flowRoots(t)
 	second.HostEtc = testutil.HostEtc(t, "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb")
 	b := startAgent(t, node, second)
-	eventually(t, "the second agent refuses the node", func() error {
+	testutil.Eventually(t, "the second agent refuses the node", waitLimit, pollEvery, testutil.Succeeds(func() error {
 		code, body, err := b.get("/hostingz")
 		if err != nil || code != http.StatusServiceUnavailable || !strings.Contains(body, "claimed by another agent") {
 			return errorf("/hostingz %d %q %v", code, body, err)
 		}
 		return nil
-	})
+	}))
 	enr := &hostingv1alpha1.Enrollment{}
 	for range 5 {
 		if err := env.Client.Get(context.Background(), client.ObjectKey{Name: node}, enr); err != nil {
@@ -129,7 +129,7 @@ func TestTwoAgentsOneNodeName(t *testing.T) {
 	if err := a.stop(); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the second agent takes the node over", func() error {
+	testutil.Eventually(t, "the second agent takes the node over", waitLimit, pollEvery, testutil.Succeeds(func() error {
 		if err := env.Client.Get(context.Background(), client.ObjectKey{Name: node}, enr); err != nil {
 			return err
 		}
@@ -137,5 +137,5 @@ func TestTwoAgentsOneNodeName(t *testing.T) {
 			return errorf("machine ID %q", enr.Status.MachineID)
 		}
 		return nil
-	})
+	}))
 }

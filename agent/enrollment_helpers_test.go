@@ -159,19 +159,12 @@ func deleteForce(t *testing.T, obj client.Object) {
 	}
 }
 
-// eventually polls cond until it holds or a deadline passes.
-func eventually(t *testing.T, what string, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	var err error
-	for time.Now().Before(deadline) {
-		if err = cond(); err == nil {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("%s: %v", what, err)
-}
+// How long a wait of the enrollment tests may take, and how often it
+// looks again.
+const (
+	waitLimit = 30 * time.Second
+	pollEvery = 50 * time.Millisecond
+)
 
 func isAlreadyExists(err error) bool { return apierrors.IsAlreadyExists(err) }
 func isNotFound(err error) bool      { return apierrors.IsNotFound(err) }

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hostingv1alpha1 "github.com/unitlet/unitlet/api/v1alpha1"
+	"github.com/unitlet/unitlet/internal/testkit/testutil"
 )
 
 // grantInstanceWrites lets the agent's service account write Instances
@@ -74,9 +75,9 @@ func TestAgentWritesOnlyItsOwnNode(t *testing.T) {
 		return nil
 	}
 	// The policy takes effect once the API server has loaded it.
-	eventually(t, "node A's agent refused on node B's Instance", func() error {
+	testutil.Eventually(t, "node A's agent refused on node B's Instance", waitLimit, pollEvery, testutil.Succeeds(func() error {
 		return refused(annotate(agentA, instB), wantOtherNode+": this Instance belongs to node policy-node-b")
-	})
+	}))
 	if err := annotate(agentA, instA); err != nil {
 		t.Errorf("node A's agent on its own Instance: %v", err)
 	}
@@ -127,10 +128,10 @@ func TestAgentCannotApproveOrEditSpecs(t *testing.T) {
 	}
 	const wantApproval = "may not set or change an Enrollment's spec"
 	t.Cleanup(func() { deleteForce(t, &hostingv1alpha1.Enrollment{ObjectMeta: metav1.ObjectMeta{Name: node}}) })
-	eventually(t, "an agent creating its Enrollment approved is refused", func() error {
+	testutil.Eventually(t, "an agent creating its Enrollment approved is refused", waitLimit, pollEvery, testutil.Succeeds(func() error {
 		enr := &hostingv1alpha1.Enrollment{ObjectMeta: metav1.ObjectMeta{Name: node}, Spec: hostingv1alpha1.EnrollmentSpec{Approved: true}}
 		return refused(agent.Create(ctx, enr), wantApproval)
-	})
+	}))
 	grant := &hostingv1alpha1.UserGrant{ObjectMeta: metav1.ObjectMeta{Name: "policy-root"},
 		Spec: hostingv1alpha1.UserGrantSpec{User: "root", Namespaces: []string{"default"}, Nodes: []string{node}}}
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), grant) })
@@ -221,9 +222,9 @@ func TestAgentReadsSecretsOnlyWhereOptedIn(t *testing.T) {
 		t.Cleanup(func() { _ = env.Client.Delete(context.Background(), o) })
 	}
 	agent := agentClient(t, "policy-node-d")
-	eventually(t, "the agent reads a Secret where opted in", func() error {
+	testutil.Eventually(t, "the agent reads a Secret where opted in", waitLimit, pollEvery, testutil.Succeeds(func() error {
 		return agent.Get(ctx, client.ObjectKey{Namespace: optedIn, Name: "app-env"}, &corev1.Secret{})
-	})
+	}))
 	for _, o := range []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}} {
 		if err := agent.Get(ctx, client.ObjectKey{Namespace: "default", Name: "app-env"}, o); !apierrors.IsForbidden(err) {
 			t.Errorf("the agent reading a %T outside the opted-in namespaces: %v, want Forbidden", o, err)
@@ -245,7 +246,9 @@ func TestAgentRenewsOnlyItsOwnLease(t *testing.T) {
 	for _, n := range []string{"lease-node-a", "lease-node-b"} {
 		t.Cleanup(func() { _ = env.Client.Delete(context.Background(), lease(n)) })
 	}
-	eventually(t, "the agent creating its own node's Lease", func() error { return agent.Create(ctx, lease("lease-node-a")) })
+	testutil.Eventually(t, "the agent creating its own node's Lease", waitLimit, pollEvery, testutil.Succeeds(func() error {
+		return agent.Create(ctx, lease("lease-node-a"))
+	}))
 	own := &coordinationv1.Lease{}
 	if err := agent.Get(ctx, client.ObjectKey{Namespace: "unitlet-system", Name: "lease-node-a"}, own); err != nil {
 		t.Fatal(err)
@@ -289,9 +292,9 @@ func TestAgentClaimsHostsOnlyForItsNode(t *testing.T) {
 	}
 	onB := claim("claim-b.example.com", "policy-node-b")
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), onB) })
-	eventually(t, "node A's agent claiming for node B is refused", func() error {
+	testutil.Eventually(t, "node A's agent claiming for node B is refused", waitLimit, pollEvery, testutil.Succeeds(func() error {
 		return refused(agentA.Create(ctx, onB.DeepCopy()), wantOtherNode+": this HostClaim belongs to node policy-node-b")
-	})
+	}))
 	if err := env.Client.Create(ctx, onB); err != nil {
 		t.Fatal(err)
 	}

@@ -152,7 +152,7 @@ func (a *testAgent) get(path string) (int, string, error) {
 func (a *testAgent) expectStage(t *testing.T, code int, stage join.Stage) *hostingv1alpha1.Enrollment {
 	t.Helper()
 	var enr hostingv1alpha1.Enrollment
-	eventually(t, fmt.Sprintf("stage %s, readiness %d", stage, code), func() error {
+	testutil.Eventually(t, fmt.Sprintf("stage %s, readiness %d", stage, code), waitLimit, pollEvery, testutil.Succeeds(func() error {
 		got, body, err := a.get("/hostingz")
 		if err != nil || got != code {
 			return fmt.Errorf("/hostingz = %d %q, %v; want %d", got, body, err, code)
@@ -174,7 +174,7 @@ func (a *testAgent) expectStage(t *testing.T, code int, stage join.Stage) *hosti
 			return fmt.Errorf("Hosting condition %+v, want reason %s", c, stage)
 		}
 		return nil
-	})
+	}))
 	return &enr
 }
 
@@ -264,7 +264,7 @@ func TestModeFlow(t *testing.T) {
 	if got := condStatus(enr, hostingv1alpha1.ConditionEnrolled); !strings.HasPrefix(got, "True/Approved") {
 		t.Errorf("Enrolled = %s, want True/Approved", got)
 	}
-	eventually(t, "run root prepared", func() error { _, err := os.Stat(opts.RunRoot); return err })
+	testutil.Eventually(t, "run root prepared", waitLimit, pollEvery, testutil.Succeeds(func() error { _, err := os.Stat(opts.RunRoot); return err }))
 	a.expectIdle(t, inst)
 
 	// Armed: the administrator fixes the state root; the node hosts, the
@@ -281,12 +281,12 @@ func TestModeFlow(t *testing.T) {
 			t.Errorf("%s = %s, want True", c, got)
 		}
 	}
-	eventually(t, "the hosting reconcilers see the Instance", func() error {
+	testutil.Eventually(t, "the hosting reconcilers see the Instance", waitLimit, pollEvery, testutil.Succeeds(func() error {
 		if calls, accepting, seen := a.probe.state(); calls != 1 || !accepting || seen == 0 {
 			return fmt.Errorf("setupHosting calls %d, accepting %v, Instances seen %d", calls, accepting, seen)
 		}
 		return nil
-	})
+	}))
 
 	// Approval removed: 503 naming ApprovalRevoked, the gate refuses new
 	// work, the reconcilers are not registered again.
@@ -331,12 +331,12 @@ func TestEnrollmentNotRequired(t *testing.T) {
 	opts := flowRoots(t)
 	opts.RequireEnrollment = false
 	a := startAgent(t, "dev-node", opts)
-	eventually(t, "ready at once", func() error {
+	testutil.Eventually(t, "ready at once", waitLimit, pollEvery, testutil.Succeeds(func() error {
 		if code, body, err := a.get("/readyz"); err != nil || code != http.StatusOK {
 			return fmt.Errorf("/readyz = %d %q, %v", code, body, err)
 		}
 		return nil
-	})
+	}))
 	if calls, accepting, _ := a.probe.state(); calls != 1 || !accepting {
 		t.Errorf("setupHosting calls %d, accepting %v; want 1, true", calls, accepting)
 	}

@@ -16,15 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/unitlet/unitlet/controllers"
-	"github.com/unitlet/unitlet/nodewatch"
-)
-
-// The node's Lease, as the kubelet keeps one: renewed every leaseRenew,
-// valid for leaseDuration, so nodewatch marks the node's Instances
-// NodeLost within leaseDuration of the agent's end.
-const (
-	leaseRenew    = 10 * time.Second
-	leaseDuration = 40 * time.Second
+	"github.com/unitlet/unitlet/internal/nodelease"
 )
 
 // leaseRenewer keeps namespace/node's Lease renewed while the agent runs,
@@ -136,8 +128,8 @@ func (l *leaseRenewer) renew(ctx context.Context) (conflict bool, _ error) {
 	return false, nil
 }
 
-// stillHeld: lease has not run out at now (nodewatch's reading of it).
+// stillHeld: lease has not run out at now (as nodewatch reads it).
 func stillHeld(lease *coordinationv1.Lease, now time.Time) bool {
-	expiry, ok := nodewatch.Expiry(lease)
+	expiry, ok := nodelease.Expiry(lease)
 	return ok && now.Before(expiry)
 }

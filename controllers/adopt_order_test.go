@@ -7,6 +7,7 @@ import (
 	"time"
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
+	"github.com/unitlet/unitlet/internal/testkit/testutil"
 )
 
 // TestReconcilersWaitForAdoption: while a (re)started agent's adoption
@@ -32,7 +33,7 @@ func TestReconcilersWaitForAdoption(t *testing.T) {
 		t.Fatalf("the runtime was called before adoption ended: %v", calls)
 	}
 	close(rt.listGate)
-	eventually(t, "the Instance started once adoption ended", func() (bool, string) {
+	testutil.Eventually(t, "the Instance started once adoption ended", waitLimit, pollEvery, func() (bool, string) {
 		calls := rt.Calls(inst.Name)
 		return len(calls) > 0, fmt.Sprint(calls)
 	})

@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
+	"github.com/unitlet/unitlet/internal/testkit/testutil"
 )
 
 // TestExecFailureIsNotACrash: an Instance whose new command cannot be
@@ -46,10 +47,10 @@ func TestExecFailureIsNotACrash(t *testing.T) {
 
 	// Several retries later, generations 1 and 2 (what served) are kept
 	// and the retired retries are pruned but the newest.
-	eventually(t, "several retries", func() (bool, string) {
+	testutil.Eventually(t, "several retries", waitLimit, pollEvery, func() (bool, string) {
 		return getGeneration(t, name, 6) != nil, conditionsOf(getInstance(t, name).Status.Conditions)
 	})
-	eventually(t, "the real history kept, the retries pruned", func() (bool, string) {
+	testutil.Eventually(t, "the real history kept, the retries pruned", waitLimit, pollEvery, func() (bool, string) {
 		var kept []int64
 		for n := int64(1); n <= 40; n++ {
 			if getGeneration(t, name, n) != nil {

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
+	"github.com/unitlet/unitlet/internal/testkit/testutil"
 	"github.com/unitlet/unitlet/runtime/node"
 	"github.com/unitlet/unitlet/runtime/sockdiag"
 )
@@ -51,11 +52,11 @@ func TestDrainHoldsTheStop(t *testing.T) {
 			create(t, instance(inst, func(i *v1.Instance) { i.Spec.DrainLimitSeconds = tc.limit }))
 			waitInstance(t, inst, v1.ConditionReady, "True/Reconciled")
 			updateInstance(t, inst, func(i *v1.Instance) { i.Spec.Template.Args = []string{"--v2"} })
-			eventually(t, "generation 1 drained and proven gone", func() (bool, string) {
+			testutil.Eventually(t, "generation 1 drained and proven gone", waitLimit, pollEvery, func() (bool, string) {
 				g := getGeneration(t, inst, 1)
 				return terminated(g) && condition(g.Status.Conditions, v1.ConditionDrained) == tc.wantDrain, conditionsOf(g.Status.Conditions)
 			})
-			eventually(t, "the drain's Event on the Instance", func() (bool, string) {
+			testutil.Eventually(t, "the drain's Event on the Instance", waitLimit, pollEvery, func() (bool, string) {
 				var evs eventsv1.EventList
 				if err := k8s.List(context.Background(), &evs, client.InNamespace("default")); err != nil {
 					return false, err.Error()

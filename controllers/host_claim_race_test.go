@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
+	"github.com/unitlet/unitlet/internal/testkit/testutil"
 )
 
 // raceNodes are the two nodes the racers are placed on: the suite's agent
@@ -35,7 +36,7 @@ func racers(prefix string, n int) []racer {
 func settle(t *testing.T, rs []racer, host string, active int64) racer {
 	t.Helper()
 	var holder racer
-	eventually(t, "one holder of "+host+", the others HostInUse", func() (bool, string) {
+	testutil.Eventually(t, "one holder of "+host+", the others HostInUse", waitLimit, pollEvery, func() (bool, string) {
 		held := claimHolder(t, host)
 		holder = racer{}
 		for _, r := range rs {
@@ -103,7 +104,7 @@ func TestConcurrentHostChangesOneHolder(t *testing.T) {
 		create(t, instance(r.name, func(in *v1.Instance) { in.Namespace, in.Spec.NodeName = r.ns, r.node }))
 	}
 	for _, r := range rs {
-		eventually(t, r.name+" serving", func() (bool, string) {
+		testutil.Eventually(t, r.name+" serving", waitLimit, pollEvery, func() (bool, string) {
 			inst := getRacer(t, r)
 			return inst.Status.ActiveGeneration == 1 && meta.IsStatusConditionTrue(inst.Status.Conditions, v1.ConditionReady), conditionsOf(inst.Status.Conditions)
 		})
@@ -122,7 +123,7 @@ func TestConcurrentHostChangesOneHolder(t *testing.T) {
 	if g := generationsOf(t, holder); len(g) != 2 || g[1].Spec.Host != host {
 		t.Fatalf("the holder's generations: %+v", g)
 	}
-	eventually(t, "the holder's former host released", func() (bool, string) {
+	testutil.Eventually(t, "the holder's former host released", waitLimit, pollEvery, func() (bool, string) {
 		held := claimHolder(t, holder.name+".example.com")
 		return held == "", "still held by " + held
 	})

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
+	"github.com/unitlet/unitlet/internal/testkit/testutil"
 )
 
 // otherNamespace is the second tenant's namespace of the host tests.
@@ -86,7 +87,7 @@ func deleteRacers(t *testing.T, racers []racer) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, "the racers deleted", func() (bool, string) {
+	testutil.Eventually(t, "the racers deleted", waitLimit, pollEvery, func() (bool, string) {
 		for _, r := range racers {
 			if err := k8s.Get(context.Background(), r.key(), &v1.Instance{}); !apierrors.IsNotFound(err) {
 				return false, fmt.Sprintf("%s/%s: %v", r.ns, r.name, err)
@@ -145,7 +146,7 @@ func TestSecondInstanceWithAHostWaits(t *testing.T) {
 	waitInstance(t, first.name, v1.ConditionReady, "True/Reconciled")
 	create(t, instance(second.name, func(i *v1.Instance) { i.Namespace, i.Spec.Host = second.ns, host }))
 	t.Cleanup(func() { deleteRacers(t, []racer{first, second}) })
-	eventually(t, "the second reads HostInUse", func() (bool, string) {
+	testutil.Eventually(t, "the second reads HostInUse", waitLimit, pollEvery, func() (bool, string) {
 		inst := getRacer(t, second)
 		stalled, leak := hostInUse(inst, first)
 		if leak != "" {
@@ -164,7 +165,7 @@ func TestSecondInstanceWithAHostWaits(t *testing.T) {
 	}
 
 	deleteRacers(t, []racer{first})
-	eventually(t, "the second holds the host once the first is gone", func() (bool, string) {
+	testutil.Eventually(t, "the second holds the host once the first is gone", waitLimit, pollEvery, func() (bool, string) {
 		inst := getRacer(t, second)
 		return claimHolder(t, host) == otherNamespace+"/host-second" &&
 			meta.IsStatusConditionTrue(inst.Status.Conditions, v1.ConditionReady), conditionsOf(inst.Status.Conditions)

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
+	"github.com/unitlet/unitlet/internal/testkit/testutil"
 	"github.com/unitlet/unitlet/runtime/node"
 	"github.com/unitlet/unitlet/runtime/outcome"
 )
@@ -56,7 +57,7 @@ func TestApplyBecomesReady(t *testing.T) {
 	if got := kstatusOf(t, inst); got != status.CurrentStatus {
 		t.Errorf("kstatus = %s, want Current", got)
 	}
-	eventually(t, "condition metrics", func() (bool, string) {
+	testutil.Eventually(t, "condition metrics", waitLimit, pollEvery, func() (bool, string) {
 		want := []string{"KillUnproven=False", "Ready=True", "StartUncertain=False"}
 		got := conditionSeries(t, "apply")
 		return cmp.Diff(want, got) == "", cmp.Diff(want, got)
@@ -89,7 +90,7 @@ func TestOverlapSwap(t *testing.T) {
 	waitInstance(t, "overlap", v1.ConditionReady, "True/Reconciled")
 	updateInstance(t, "overlap", func(i *v1.Instance) { i.Spec.Template.Args = []string{"--v2"} })
 	inst := waitInstance(t, "overlap", v1.ConditionReady, "True/Reconciled")
-	eventually(t, "generation 1 proven gone", func() (bool, string) {
+	testutil.Eventually(t, "generation 1 proven gone", waitLimit, pollEvery, func() (bool, string) {
 		g := getGeneration(t, "overlap", 1)
 		return terminated(g), conditionsOf(g.Status.Conditions)
 	})
@@ -102,7 +103,7 @@ func TestOverlapSwap(t *testing.T) {
 		"raise overlap/parent memory=134217728", // 2 × 64Mi before the successor starts
 		"start overlap/g2", "promote overlap/g2", "retire overlap/g1", "restore overlap/parent memory=67108864",
 	}
-	eventually(t, "the overlap's calls", func() (bool, string) {
+	testutil.Eventually(t, "the overlap's calls", waitLimit, pollEvery, func() (bool, string) {
 		got := fake.Calls("overlap")
 		return len(got) >= len(want) && cmp.Diff(want, got[:len(want)]) == "", cmp.Diff(want, got)
 	})
@@ -112,7 +113,7 @@ func TestReplaceProvesOldGoneFirst(t *testing.T) {
 	create(t, instance("replace", replace))
 	waitInstance(t, "replace", v1.ConditionReady, "True/Reconciled")
 	updateInstance(t, "replace", func(i *v1.Instance) { i.Spec.Template.Args = []string{"--v2"} })
-	eventually(t, "generation 2 serving", func() (bool, string) {
+	testutil.Eventually(t, "generation 2 serving", waitLimit, pollEvery, func() (bool, string) {
 		i := getInstance(t, "replace")
 		return i.Status.ActiveGeneration == 2 && meta.IsStatusConditionTrue(i.Status.Conditions, v1.ConditionReady), conditionsOf(i.Status.Conditions)
 	})
@@ -138,7 +139,7 @@ func TestReplaceFencedByUnprovenKill(t *testing.T) {
 		t.Fatal("Terminated=True without a proof")
 	}
 	fake.set(func(f *fakeRuntime) { delete(f.unproven, ref("fenced", 1)) })
-	eventually(t, "generation 2 after the proof", func() (bool, string) {
+	testutil.Eventually(t, "generation 2 after the proof", waitLimit, pollEvery, func() (bool, string) {
 		i := getInstance(t, "fenced")
 		return i.Status.ActiveGeneration == 2, conditionsOf(i.Status.Conditions)
 	})
@@ -183,7 +184,7 @@ func TestUncertainStart(t *testing.T) {
 				t.Fatal("generation gone or Terminated=True without a proof")
 			}
 			fake.set(func(f *fakeRuntime) { delete(f.unproven, ref(name, 1)) })
-			eventually(t, "instance deleted after the proof", func() (bool, string) {
+			testutil.Eventually(t, "instance deleted after the proof", waitLimit, pollEvery, func() (bool, string) {
 				err := k8s.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: name}, &v1.Instance{})
 				return apierrors.IsNotFound(err), "still present"
 			})
@@ -210,17 +211,17 @@ func TestCrashAtStartAbortsSwap(t *testing.T) {
 	if g2.Status.Exit == nil || g2.Status.Exit.Code == nil || *g2.Status.Exit.Code != 3 {
 		t.Errorf("g2 exit = %+v, want code 3", g2.Status.Exit)
 	}
-	eventually(t, "g2 retired", func() (bool, string) { g := getGeneration(t, "crash", 2); return g.Spec.Retired, "" })
+	testutil.Eventually(t, "g2 retired", waitLimit, pollEvery, func() (bool, string) { g := getGeneration(t, "crash", 2); return g.Spec.Retired, "" })
 	if g1 := getGeneration(t, "crash", 1); g1.Spec.Retired {
 		t.Error("old generation retired by a failed swap")
 	}
-	eventually(t, "the parent limit restored after the aborted overlap", func() (bool, string) {
+	testutil.Eventually(t, "the parent limit restored after the aborted overlap", waitLimit, pollEvery, func() (bool, string) {
 		calls := fake.Calls("crash")
 		return len(calls) > 0 && calls[len(calls)-1] == "restore crash/parent memory=67108864", strings.Join(calls, ", ")
 	})
 	// A fixed template tries again.
 	updateInstance(t, "crash", func(i *v1.Instance) { i.Spec.Template.Args = []string{"--fixed"} })
-	eventually(t, "generation 3 serving", func() (bool, string) {
+	testutil.Eventually(t, "generation 3 serving", waitLimit, pollEvery, func() (bool, string) {
 		i := getInstance(t, "crash")
 		return i.Status.ActiveGeneration == 3 && meta.FindStatusCondition(i.Status.Conditions, v1.ConditionStalled) == nil, conditionsOf(i.Status.Conditions)
 	})
@@ -231,11 +232,11 @@ func TestSuspendResume(t *testing.T) {
 	waitInstance(t, "sleepy", v1.ConditionReady, "True/Reconciled")
 	updateInstance(t, "sleepy", func(i *v1.Instance) { i.Spec.Suspend = true })
 	inst := waitInstance(t, "sleepy", v1.ConditionReady, "True/Suspended")
-	eventually(t, "every generation proven gone", func() (bool, string) {
+	testutil.Eventually(t, "every generation proven gone", waitLimit, pollEvery, func() (bool, string) {
 		g := getGeneration(t, "sleepy", 1)
 		return terminated(g), conditionsOf(g.Status.Conditions)
 	})
-	eventually(t, "suspended and settled: kstatus Current", func() (bool, string) {
+	testutil.Eventually(t, "suspended and settled: kstatus Current", waitLimit, pollEvery, func() (bool, string) {
 		i := getInstance(t, "sleepy")
 		return kstatusOf(t, i) == status.CurrentStatus, conditionsOf(i.Status.Conditions)
 	})
@@ -250,7 +251,7 @@ func TestOtherNodesInstanceUntouched(t *testing.T) {
 	other := instance("elsewhere")
 	other.Spec.NodeName = "node-other"
 	create(t, other)
-	eventually(t, "a moment for the agent", func() (bool, string) { return len(fake.Calls("apply")) > 0, "" })
+	testutil.Eventually(t, "a moment for the agent", waitLimit, pollEvery, func() (bool, string) { return len(fake.Calls("apply")) > 0, "" })
 	got := getInstance(t, "elsewhere")
 	if len(got.Status.Conditions) != 0 || len(got.Finalizers) != 0 || len(fake.Calls("elsewhere")) != 0 {
 		t.Errorf("another node's Instance was touched: %v %v %v", got.Status.Conditions, got.Finalizers, fake.Calls("elsewhere"))
@@ -260,15 +261,15 @@ func TestOtherNodesInstanceUntouched(t *testing.T) {
 func TestDeleteReleasesLease(t *testing.T) {
 	create(t, instance("gone", withSidecars("worker")))
 	inst := waitInstance(t, "gone", v1.ConditionReady, "True/Reconciled")
-	eventually(t, "sidecar started", func() (bool, string) { return fake.Count("start gone/sidecar.worker") == 1, "" })
+	testutil.Eventually(t, "sidecar started", waitLimit, pollEvery, func() (bool, string) { return fake.Count("start gone/sidecar.worker") == 1, "" })
 	if err := k8s.Delete(context.Background(), inst); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "instance deleted", func() (bool, string) {
+	testutil.Eventually(t, "instance deleted", waitLimit, pollEvery, func() (bool, string) {
 		err := k8s.Get(context.Background(), client.ObjectKeyFromObject(inst), &v1.Instance{})
 		return apierrors.IsNotFound(err), "present"
 	})
-	eventually(t, "series of the deleted Instance removed", func() (bool, string) {
+	testutil.Eventually(t, "series of the deleted Instance removed", waitLimit, pollEvery, func() (bool, string) {
 		got := conditionSeries(t, "gone")
 		return len(got) == 0, fmt.Sprint(got)
 	})

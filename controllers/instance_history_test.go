@@ -8,6 +8,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
+	"github.com/unitlet/unitlet/internal/testkit/testutil"
 )
 
 // TestHistoryIsPruned: beyond spec.generationHistoryLimit, the oldest
@@ -21,7 +22,7 @@ func TestHistoryIsPruned(t *testing.T) {
 		waitServing(t, "storied", n)
 	}
 	want := map[int64]bool{1: false, 2: false, 3: true, 4: true}
-	eventually(t, "generations 1 and 2 pruned", func() (bool, string) {
+	testutil.Eventually(t, "generations 1 and 2 pruned", waitLimit, pollEvery, func() (bool, string) {
 		got := map[int64]bool{}
 		for n := range want {
 			got[n] = getGeneration(t, "storied", n) != nil

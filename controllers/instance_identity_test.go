@@ -114,7 +114,7 @@ func TestGrantAddedAndRemoved(t *testing.T) {
 	updateInstance(t, inst, func(i *v1.Instance) {
 		i.Spec.Template.Env = append(i.Spec.Template.Env, v1.EnvVar{Name: "NEW", Value: "1"})
 	})
-	eventually(t, "the change observed, still refused", func() (bool, string) {
+	testutil.Eventually(t, "the change observed, still refused", waitLimit, pollEvery, func() (bool, string) {
 		i := getInstance(t, inst)
 		return i.Status.ObservedGeneration == i.Generation &&
 			condition(i.Status.Conditions, v1.ConditionStalled) == "True/"+v1.ReasonUserNotGranted, conditionsOf(i.Status.Conditions)
@@ -132,7 +132,7 @@ func TestGrantAddedAndRemoved(t *testing.T) {
 	}
 
 	createGrant(t, inst+"-again", "app", []string{"default"}, nil)
-	eventually(t, "generation 2 once granted again", func() (bool, string) {
+	testutil.Eventually(t, "generation 2 once granted again", waitLimit, pollEvery, func() (bool, string) {
 		g2 := getGeneration(t, inst, 2)
 		return g2 != nil && ready(g2), "not ready"
 	})
@@ -151,7 +151,7 @@ func TestGenerationOfAnotherNodesInstanceNeverStarts(t *testing.T) {
 		Spec: v1.GenerationSpec{Instance: "placed-elsewhere", NodeName: testNode, Number: 1, Template: other.Spec.Template},
 	}
 	create(t, g)
-	eventually(t, "Started=False/LaunchRefused", func() (bool, string) {
+	testutil.Eventually(t, "Started=False/LaunchRefused", waitLimit, pollEvery, func() (bool, string) {
 		got := getGeneration(t, "placed-elsewhere", 1)
 		if got == nil {
 			return false, "not found"

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
+	"github.com/unitlet/unitlet/internal/testkit/testutil"
 	"github.com/unitlet/unitlet/runtime/outcome"
 )
 
@@ -42,7 +43,7 @@ func TestExitedGenerationIsReplaced(t *testing.T) {
 		t.Fatalf("generation 3 made %s after generation 2 ended, within the backoff %s", time.Since(died), testSidecarBackoff)
 	}
 	waitInstance(t, "phoenix", v1.ConditionReady, "False/Exited")
-	eventually(t, "generation 3 crashed at start, retired as one more exit", func() (bool, string) {
+	testutil.Eventually(t, "generation 3 crashed at start, retired as one more exit", waitLimit, pollEvery, func() (bool, string) {
 		g3 := getGeneration(t, "phoenix", 3)
 		return g3 != nil && retiredBecause(g3) == RetiredExited, conditionsOf(getInstance(t, "phoenix").Status.Conditions)
 	})
@@ -58,7 +59,7 @@ func TestExitedGenerationIsReplaced(t *testing.T) {
 func waitServing(t *testing.T, name string, n int64) *v1.Instance {
 	t.Helper()
 	var inst *v1.Instance
-	eventually(t, fmt.Sprintf("generation %d of %s serving", n, name), func() (bool, string) {
+	testutil.Eventually(t, fmt.Sprintf("generation %d of %s serving", n, name), waitLimit, pollEvery, func() (bool, string) {
 		inst = getInstance(t, name)
 		return inst.Status.ActiveGeneration == n && condition(inst.Status.Conditions, v1.ConditionReady) == "True/Reconciled",
 			fmt.Sprintf("active %d, %s", inst.Status.ActiveGeneration, conditionsOf(inst.Status.Conditions))
@@ -98,11 +99,11 @@ func TestActiveEndsDuringSwap(t *testing.T) {
 				waitInstance(t, inst, v1.ConditionStalled, "True/SwapAborted")
 				fake.exit(ref(inst, 1), 1)
 			} else {
-				eventually(t, "generation 2 starting", func() (bool, string) {
+				testutil.Eventually(t, "generation 2 starting", waitLimit, pollEvery, func() (bool, string) {
 					return fake.Count("start "+inst+"/g2") == 1, strings.Join(fake.Calls(inst), ", ")
 				})
 				fake.exit(ref(inst, 1), 1)
-				eventually(t, "generation 1's end seen", func() (bool, string) {
+				testutil.Eventually(t, "generation 1's end seen", waitLimit, pollEvery, func() (bool, string) {
 					g := getGeneration(t, inst, 1)
 					return exited(g), string(g.Status.Phase)
 				})

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
+	"github.com/unitlet/unitlet/internal/testkit/testutil"
 	"github.com/unitlet/unitlet/runtime/layout"
 	"github.com/unitlet/unitlet/runtime/node"
 )
@@ -24,7 +25,7 @@ func withSeed(i *v1.Instance) { i.Spec.Template.Seed = &v1.Role{Command: []strin
 
 func TestSeedRunsBeforeTheFirstGeneration(t *testing.T) {
 	create(t, instance("seeded", withSeed))
-	eventually(t, "seed running", func() (bool, string) {
+	testutil.Eventually(t, "seed running", waitLimit, pollEvery, func() (bool, string) {
 		i := getInstance(t, "seeded")
 		return condition(i.Status.Conditions, v1.ConditionReconciling) == "True/Progressing" && fake.Count("start seeded/seed") == 1,
 			conditionsOf(i.Status.Conditions)
@@ -42,7 +43,7 @@ func TestSeedRunsBeforeTheFirstGeneration(t *testing.T) {
 
 func TestSeedFailureStallsWithItsExit(t *testing.T) {
 	create(t, instance("badseed", withSeed))
-	eventually(t, "seed started", func() (bool, string) { return fake.Count("start badseed/seed") == 1, "" })
+	testutil.Eventually(t, "seed started", waitLimit, pollEvery, func() (bool, string) { return fake.Count("start badseed/seed") == 1, "" })
 	fake.exit(roleRef("badseed", layout.RoleSeed), 3)
 	inst := waitInstance(t, "badseed", v1.ConditionStalled, "True/SeedFailed")
 	if c := meta.FindStatusCondition(inst.Status.Conditions, v1.ConditionStalled); !strings.Contains(c.Message, "exit code 3") {
@@ -53,7 +54,7 @@ func TestSeedFailureStallsWithItsExit(t *testing.T) {
 	}
 	// A changed spec runs the seed again.
 	updateInstance(t, "badseed", func(i *v1.Instance) { i.Spec.Template.Seed.Args = []string{"--fixed"} })
-	eventually(t, "seed started again", func() (bool, string) { return fake.Count("start badseed/seed") == 2, "" })
+	testutil.Eventually(t, "seed started again", waitLimit, pollEvery, func() (bool, string) { return fake.Count("start badseed/seed") == 2, "" })
 	fake.exit(roleRef("badseed", layout.RoleSeed), 0)
 	waitInstance(t, "badseed", v1.ConditionReady, "True/Reconciled")
 }
@@ -72,11 +73,11 @@ func withSidecars(names ...string) func(*v1.Instance) {
 func TestSidecarRestartedWhenItDies(t *testing.T) {
 	create(t, instance("sided", withSidecars("worker", "cache")))
 	waitInstance(t, "sided", v1.ConditionReady, "True/Reconciled")
-	eventually(t, "sidecars started", func() (bool, string) {
+	testutil.Eventually(t, "sidecars started", waitLimit, pollEvery, func() (bool, string) {
 		return fake.Count("start sided/sidecar.worker") == 1 && fake.Count("start sided/sidecar.cache") == 1, strings.Join(fake.Calls("sided"), ", ")
 	})
 	fake.exit(node.SidecarRef("default", "sided", "worker"), 1)
-	eventually(t, "worker restarted", func() (bool, string) {
+	testutil.Eventually(t, "worker restarted", waitLimit, pollEvery, func() (bool, string) {
 		return fake.Count("start sided/sidecar.worker") == 2 && fake.Count("retire sided/sidecar.worker") >= 1, strings.Join(fake.Calls("sided"), ", ")
 	})
 	if n, r := fake.Count("start sided/sidecar.cache"), fake.Count("retire sided/sidecar.cache"); n != 1 || r != 0 {
@@ -91,16 +92,20 @@ func TestSidecarRestartBacksOff(t *testing.T) {
 	waitInstance(t, "crashy", v1.ConditionReady, "True/Reconciled")
 	ref := node.SidecarRef("default", "crashy", "worker")
 	starts := func() int { return fake.Count("start crashy/sidecar.worker") }
-	eventually(t, "sidecar started", func() (bool, string) { return starts() == 1, strings.Join(fake.Calls("crashy"), ", ") })
+	testutil.Eventually(t, "sidecar started", waitLimit, pollEvery, func() (bool, string) { return starts() == 1, strings.Join(fake.Calls("crashy"), ", ") })
 	fake.exit(ref, 1)
-	eventually(t, "first restart at once", func() (bool, string) { return starts() == 2, strings.Join(fake.Calls("crashy"), ", ") })
+	testutil.Eventually(t, "first restart at once", waitLimit, pollEvery, func() (bool, string) {
+		return starts() == 2, strings.Join(fake.Calls("crashy"), ", ")
+	})
 	died := time.Now()
 	fake.exit(ref, 1)
 	time.Sleep(testSidecarBackoff / 2)
 	if n := starts(); n != 2 {
 		t.Fatalf("restarted %d times within %s of dying again, want 2 (the backoff is %s)", n, time.Since(died), testSidecarBackoff)
 	}
-	eventually(t, "second restart after the backoff", func() (bool, string) { return starts() == 3, strings.Join(fake.Calls("crashy"), ", ") })
+	testutil.Eventually(t, "second restart after the backoff", waitLimit, pollEvery, func() (bool, string) {
+		return starts() == 3, strings.Join(fake.Calls("crashy"), ", ")
+	})
 	if since := time.Since(died); since < testSidecarBackoff-100*time.Millisecond {
 		t.Errorf("second restart %s after the death, want no sooner than the backoff %s", since, testSidecarBackoff)
 	}
@@ -111,11 +116,11 @@ func TestSidecarRestartBacksOff(t *testing.T) {
 func TestSidecarRemovedFromTheTemplateIsRetired(t *testing.T) {
 	create(t, instance("trimmed", withSidecars("worker", "cache")))
 	waitInstance(t, "trimmed", v1.ConditionReady, "True/Reconciled")
-	eventually(t, "sidecars started", func() (bool, string) {
+	testutil.Eventually(t, "sidecars started", waitLimit, pollEvery, func() (bool, string) {
 		return fake.Count("start trimmed/sidecar.worker") == 1 && fake.Count("start trimmed/sidecar.cache") == 1, strings.Join(fake.Calls("trimmed"), ", ")
 	})
 	updateInstance(t, "trimmed", withSidecars("worker"))
-	eventually(t, "cache retired", func() (bool, string) {
+	testutil.Eventually(t, "cache retired", waitLimit, pollEvery, func() (bool, string) {
 		return fake.Count("retire trimmed/sidecar.cache") >= 1, strings.Join(fake.Calls("trimmed"), ", ")
 	})
 	waitInstance(t, "trimmed", v1.ConditionReady, "True/Reconciled")
@@ -132,14 +137,14 @@ func TestSidecarRemovedFromTheTemplateIsRetired(t *testing.T) {
 func TestSuspendRetiresSidecarsRemovedFromTheTemplate(t *testing.T) {
 	create(t, instance("hushed", withSidecars("worker", "cache")))
 	waitInstance(t, "hushed", v1.ConditionReady, "True/Reconciled")
-	eventually(t, "sidecars started", func() (bool, string) {
+	testutil.Eventually(t, "sidecars started", waitLimit, pollEvery, func() (bool, string) {
 		return fake.Count("start hushed/sidecar.worker") == 1 && fake.Count("start hushed/sidecar.cache") == 1, strings.Join(fake.Calls("hushed"), ", ")
 	})
 	updateInstance(t, "hushed", func(i *v1.Instance) {
 		withSidecars("worker")(i)
 		i.Spec.Suspend = true
 	})
-	eventually(t, "both retired", func() (bool, string) {
+	testutil.Eventually(t, "both retired", waitLimit, pollEvery, func() (bool, string) {
 		return fake.Count("retire hushed/sidecar.worker") >= 1 && fake.Count("retire hushed/sidecar.cache") >= 1, strings.Join(fake.Calls("hushed"), ", ")
 	})
 	refs, _ := fake.List(context.Background())
@@ -166,14 +171,14 @@ func TestRolesGetEnvFrom(t *testing.T) {
 		t.Errorf("Reconciling message %q does not name the Secret", c.Message)
 	}
 	create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "roles-env", Namespace: "default"}, StringData: map[string]string{"DB_URL": "postgres://db"}})
-	eventually(t, "seed started", func() (bool, string) { return fake.Count("start envroles/seed") == 1, "" })
+	testutil.Eventually(t, "seed started", waitLimit, pollEvery, func() (bool, string) { return fake.Count("start envroles/seed") == 1, "" })
 	want := map[string]string{"DB_URL": "postgres://db"}
 	if diff := cmp.Diff(want, fake.RefEnv(roleRef("envroles", layout.RoleSeed))); diff != "" {
 		t.Errorf("seed's envFrom (-want,+got):\n%s", diff)
 	}
 	fake.exit(roleRef("envroles", layout.RoleSeed), 0)
 	waitInstance(t, "envroles", v1.ConditionReady, "True/Reconciled")
-	eventually(t, "sidecar started", func() (bool, string) { return fake.Count("start envroles/sidecar.worker") == 1, "" })
+	testutil.Eventually(t, "sidecar started", waitLimit, pollEvery, func() (bool, string) { return fake.Count("start envroles/sidecar.worker") == 1, "" })
 	if diff := cmp.Diff(want, fake.RefEnv(node.SidecarRef("default", "envroles", "worker"))); diff != "" {
 		t.Errorf("sidecar's envFrom (-want,+got):\n%s", diff)
 	}

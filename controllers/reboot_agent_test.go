@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
+	"github.com/unitlet/unitlet/internal/testkit/testutil"
 	"github.com/unitlet/unitlet/runtime/boot"
 	"github.com/unitlet/unitlet/runtime/node"
 	"github.com/unitlet/unitlet/runtime/outcome"
@@ -99,7 +100,7 @@ func TestRebootProvesOldBootGone(t *testing.T) {
 
 	for name, next := range map[string]int64{serving.Name: 2, unproven.Name: 3, uncertain.Name: 2} {
 		var inst *v1.Instance
-		eventually(t, name+" served by a generation of the new boot", func() (bool, string) {
+		testutil.Eventually(t, name+" served by a generation of the new boot", waitLimit, pollEvery, func() (bool, string) {
 			inst = getInstance(t, name)
 			return inst.Status.ActiveGeneration >= next && condition(inst.Status.Conditions, v1.ConditionReady) == "True/Reconciled",
 				fmt.Sprintf("generation %d: %s", inst.Status.ActiveGeneration, conditionsOf(inst.Status.Conditions))
@@ -139,7 +140,7 @@ func TestSameBootProvesNothing(t *testing.T) {
 	n.stop()
 	n.start(t)
 	// Adoption points the fence at the serving generation again, last.
-	eventually(t, "adoption re-fenced generation 1", func() (bool, string) {
+	testutil.Eventually(t, "adoption re-fenced generation 1", waitLimit, pollEvery, func() (bool, string) {
 		return n.rt.Count(promote) > before, "no promote after the restart"
 	})
 	time.Sleep(time.Second) // a reconcile after adoption would have acted by now

@@ -3,9 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
-	"k8s.io/utils/ptr"
 	"os"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sort"
 	"strings"
 	"testing"
@@ -15,9 +13,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -129,12 +129,6 @@ func instance(name string, opts ...func(*v1.Instance)) *v1.Instance {
 
 func replace(i *v1.Instance) { i.Spec.Strategy = v1.StrategyReplace }
 
-// eventually polls cond until it holds or 20 s pass.
-func eventually(t *testing.T, what string, cond func() (bool, string)) {
-	t.Helper()
-	testutil.Eventually(t, what, waitLimit, pollEvery, cond)
-}
-
 func getInstance(t *testing.T, name string) *v1.Instance {
 	t.Helper()
 	return kube.Instance(t, name)
@@ -172,7 +166,7 @@ func conditionsOf(conds []metav1.Condition) string {
 func waitInstance(t *testing.T, name, typ, want string) *v1.Instance {
 	t.Helper()
 	var inst *v1.Instance
-	eventually(t, fmt.Sprintf("%s %s=%s", name, typ, want), func() (bool, string) {
+	testutil.Eventually(t, fmt.Sprintf("%s %s=%s", name, typ, want), waitLimit, pollEvery, func() (bool, string) {
 		inst = getInstance(t, name)
 		return condition(inst.Status.Conditions, typ) == want, conditionsOf(inst.Status.Conditions)
 	})

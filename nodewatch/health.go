@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
+	"github.com/unitlet/unitlet/internal/nodelease"
 )
 
 // Facts are what the health of an Instance's node is decided from.
@@ -52,7 +53,7 @@ func Health(f Facts) Verdict {
 			Message: fmt.Sprintf("no unitlet agent has enrolled node %s: run the DaemonSet there, or place the Instance on a node that has one", f.Node),
 		}}}
 	}
-	expiry, ok := Expiry(f.Lease)
+	expiry, ok := nodelease.Expiry(f.Lease)
 	if ok && f.Now.Before(expiry) {
 		return Verdict{Recheck: expiry.Sub(f.Now)}
 	}
@@ -66,13 +67,4 @@ func Health(f Facts) Verdict {
 		{Type: v1.ConditionReady, Status: metav1.ConditionUnknown, Reason: v1.ReasonNodeLost, Message: msg},
 		{Type: v1.ConditionReconciling, Status: metav1.ConditionTrue, Reason: v1.ReasonNodeLost, Message: msg},
 	}}
-}
-
-// Expiry is when an agent's lease runs out: its last renewal plus its
-// duration; false when it says neither.
-func Expiry(lease *coordinationv1.Lease) (time.Time, bool) {
-	if lease == nil || lease.Spec.RenewTime == nil || lease.Spec.LeaseDurationSeconds == nil {
-		return time.Time{}, false
-	}
-	return lease.Spec.RenewTime.Add(time.Duration(*lease.Spec.LeaseDurationSeconds) * time.Second), true
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+
 	"github.com/unitlet/unitlet/runtime/instancefs"
 )
 

@@ -15,8 +15,9 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/unitlet/unitlet/runtime/instancefs"
 	"golang.org/x/sys/unix"
+
+	"github.com/unitlet/unitlet/runtime/instancefs"
 )
 
 const tokenKey = "UNITLET_ADMIN_TOKEN"

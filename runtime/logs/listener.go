@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+
 	"github.com/unitlet/unitlet/runtime/layout"
 )
 

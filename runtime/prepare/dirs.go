@@ -6,8 +6,9 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/unitlet/unitlet/runtime/instancefs"
 	"golang.org/x/sys/unix"
+
+	"github.com/unitlet/unitlet/runtime/instancefs"
 )
 
 // Directory modes. Parents are search-only for others so the app user and

@@ -6,9 +6,10 @@ import (
 	"path/filepath"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/unitlet/unitlet/runtime/instancefs"
 	"github.com/unitlet/unitlet/runtime/layout"
-	"golang.org/x/sys/unix"
 )
 
 func TestDataDirSymlinkRefused(t *testing.T) {

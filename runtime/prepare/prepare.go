@@ -16,13 +16,14 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"golang.org/x/sys/unix"
+
 	"github.com/unitlet/unitlet/runtime/control"
 	"github.com/unitlet/unitlet/runtime/instancefs"
 	"github.com/unitlet/unitlet/runtime/launch"
 	"github.com/unitlet/unitlet/runtime/layout"
 	"github.com/unitlet/unitlet/runtime/logs"
 	"github.com/unitlet/unitlet/runtime/netguard"
-	"golang.org/x/sys/unix"
 )
 
 // Request is one role or generation to prepare.

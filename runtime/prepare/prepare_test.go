@@ -16,12 +16,13 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"golang.org/x/sys/unix"
+
 	"github.com/unitlet/unitlet/runtime/control"
 	"github.com/unitlet/unitlet/runtime/instancefs"
 	"github.com/unitlet/unitlet/runtime/launch"
 	"github.com/unitlet/unitlet/runtime/layout"
 	"github.com/unitlet/unitlet/runtime/logs"
-	"golang.org/x/sys/unix"
 )
 
 const nobody = 65534 // uid of nobody and gid of nogroup on Debian

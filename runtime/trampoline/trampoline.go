@@ -17,10 +17,11 @@ import (
 	"runtime"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/unitlet/unitlet/runtime/launch"
 	"github.com/unitlet/unitlet/runtime/logs"
 	"github.com/unitlet/unitlet/runtime/netguard"
-	"golang.org/x/sys/unix"
 )
 
 // Exit codes, as a shell would report them for the same failures.

@@ -11,10 +11,11 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"golang.org/x/sys/unix"
+
 	"github.com/unitlet/unitlet/runtime/launch"
 	"github.com/unitlet/unitlet/runtime/layout"
 	"github.com/unitlet/unitlet/runtime/logs"
-	"golang.org/x/sys/unix"
 )
 
 // The test binary doubles as `unitlet exec`: with this variable set it

@@ -60,7 +60,7 @@ func TestIdleInstanceWakesOnDemand(t *testing.T) {
 	own := ownStart(t, python(t))
 	for round := 1; round <= 3; round++ {
 		var last *v1.Instance
-		eventually(t, fmt.Sprintf("asleep (round %d)", round), time.Minute, func() (bool, string) {
+		testutil.Eventually(t, fmt.Sprintf("asleep (round %d)", round), time.Minute, pollEvery, func() (bool, string) {
 			last = getInstance(t, inst.Name)
 			return last.Status.IdleSince != nil && last.Status.ActiveGeneration == 0 &&
 				conditionIs(last, v1.ConditionReady, "True/Idle"), conditions(last.Status.Conditions)
@@ -78,7 +78,7 @@ func TestIdleInstanceWakesOnDemand(t *testing.T) {
 		}
 		fmt.Printf("wake on demand, round %d: first request answered in %s; the app's own start (exec to first answer) %s; extra %s\n",
 			round, waited.Round(time.Millisecond), own.Round(time.Millisecond), (waited - own).Round(time.Millisecond))
-		eventually(t, "serving again", time.Minute, func() (bool, string) {
+		testutil.Eventually(t, "serving again", time.Minute, pollEvery, func() (bool, string) {
 			last = getInstance(t, inst.Name)
 			return last.Status.ActiveGeneration != 0 && last.Status.IdleSince == nil && last.Status.WokenAt == nil,
 				conditions(last.Status.Conditions)

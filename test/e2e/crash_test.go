@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
+	"github.com/unitlet/unitlet/internal/testkit/testutil"
 	"github.com/unitlet/unitlet/runtime/layout"
 )
 
@@ -58,7 +59,7 @@ func TestServingAppCrashIsReplaced(t *testing.T) {
 		t.Fatal(err)
 	}
 	updateInstance(t, inst.Name, func(i *v1.Instance) { i.Spec.GenerationHistoryLimit = ptr.To[int32](0) })
-	eventually(t, "generation 1 pruned with its files", 30*time.Second, func() (bool, string) {
+	testutil.Eventually(t, "generation 1 pruned with its files", 30*time.Second, pollEvery, func() (bool, string) {
 		_, statErr := os.Stat(genDir)
 		getErr := k8s.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: inst.Name + "-g1"}, &v1.Generation{})
 		return apierrors.IsNotFound(getErr) && os.IsNotExist(statErr), fmt.Sprintf("generation: %v; gen dir: %v", getErr, statErr)

@@ -2,9 +2,10 @@ package e2e
 
 import (
 	"context"
-	"github.com/unitlet/unitlet/internal/testkit/testutil"
 	"os"
 	"testing"
+
+	"github.com/unitlet/unitlet/internal/testkit/testutil"
 )
 
 // python is the interpreter the naive app runs on: the system's, which

@@ -40,7 +40,7 @@ func TestOverlapSwapUnderLoad(t *testing.T) {
 	from := l.Mark()
 	updateInstance(t, inst.Name, func(i *v1.Instance) { i.Spec.Template.Env[0].Value = "shop-v2.example.com" })
 	waitServing(t, inst.Name, 2)
-	eventually(t, "generation 1 proven gone", 60*time.Second, func() (bool, string) {
+	testutil.Eventually(t, "generation 1 proven gone", 60*time.Second, pollEvery, func() (bool, string) {
 		g := getGeneration(t, inst.Name, 1)
 		return meta.IsStatusConditionTrue(g.Status.Conditions, v1.ConditionTerminated), conditions(g.Status.Conditions)
 	})
@@ -98,7 +98,7 @@ func TestReplaceSuspendDelete(t *testing.T) {
 	}
 	testutil.CheckReplaceOrder(t, inst.Name, exit1.At, handedOff)
 	updateInstance(t, inst.Name, func(i *v1.Instance) { i.Spec.Suspend = true })
-	eventually(t, "suspended", 60*time.Second, func() (bool, string) {
+	testutil.Eventually(t, "suspended", 60*time.Second, pollEvery, func() (bool, string) {
 		i := getInstance(t, inst.Name)
 		c := meta.FindStatusCondition(i.Status.Conditions, v1.ConditionReady)
 		return c != nil && c.Reason == v1.ReasonSuspended && c.Status == "True", conditions(i.Status.Conditions)

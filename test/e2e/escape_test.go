@@ -54,7 +54,7 @@ func TestEscapeMatrix(t *testing.T) {
 
 	// A run joins its Instance's world, as kubectl exec joins a pod's.
 	var out string
-	eventually(t, "a run in escape-probe (once the agent's endpoint is published)", time.Minute, func() (bool, string) {
+	testutil.Eventually(t, "a run in escape-probe (once the agent's endpoint is published)", time.Minute, pollEvery, func() (bool, string) {
 		run := testutil.Plugin(t, kubeconfig, "run", "escape-probe", "--", "/bin/sh", "-c",
 			`for f in /proc/[0-9]*/cmdline; do tr '\0' ' ' < $f; echo; done`)
 		out = run.Stdout()

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
+	"github.com/unitlet/unitlet/internal/testkit/testutil"
 )
 
 // TestCommandThatCannotBeExecuted: an Instance whose command is
@@ -33,7 +34,7 @@ func TestCommandThatCannotBeExecuted(t *testing.T) {
 
 	updateInstance(t, inst.Name, func(i *v1.Instance) { i.Spec.Template.Command = []string{"/tmp/nothing"} })
 	const why = "exec /tmp/nothing: no such file or directory (/tmp is private to each app: put the binary in the data dir or a system path)"
-	eventually(t, "the Instance reads ExecFailed with the why", 60*time.Second, func() (bool, string) {
+	testutil.Eventually(t, "the Instance reads ExecFailed with the why", 60*time.Second, pollEvery, func() (bool, string) {
 		c := meta.FindStatusCondition(getInstance(t, inst.Name).Status.Conditions, v1.ConditionReconciling)
 		return c != nil && c.Reason == v1.ReasonExecFailed && strings.Contains(c.Message, why), fmt.Sprintf("Reconciling %+v", c)
 	})
@@ -43,10 +44,10 @@ func TestCommandThatCannotBeExecuted(t *testing.T) {
 	}
 
 	// Retries 10s, then 20s apart: generation 4 is the third attempt.
-	eventually(t, "several retries", 90*time.Second, func() (bool, string) {
+	testutil.Eventually(t, "several retries", 90*time.Second, pollEvery, func() (bool, string) {
 		return generationExists(t, inst.Name, 4), conditions(getInstance(t, inst.Name).Status.Conditions)
 	})
-	eventually(t, "generation 1 kept, the retries pruned but the newest", 30*time.Second, func() (bool, string) {
+	testutil.Eventually(t, "generation 1 kept, the retries pruned but the newest", 30*time.Second, pollEvery, func() (bool, string) {
 		var kept []int64
 		for n := int64(1); n <= 6; n++ {
 			if generationExists(t, inst.Name, n) {

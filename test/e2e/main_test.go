@@ -101,8 +101,3 @@ func startAgent(t *testing.T, name string, opts ...func(*agent)) *agent {
 	a.Launch(t)
 	return a
 }
-
-func eventually(t *testing.T, what string, limit time.Duration, cond func() (bool, string)) {
-	t.Helper()
-	testutil.Eventually(t, what, limit, pollEvery, cond)
-}

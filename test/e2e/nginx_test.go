@@ -75,7 +75,7 @@ http {
 			}
 		}
 	})
-	eventually(t, "nginx answering", 10*time.Second, func() (bool, string) {
+	testutil.Eventually(t, "nginx answering", 10*time.Second, pollEvery, func() (bool, string) {
 		resp, err := http.Get("http://" + addr + "/")
 		if err != nil {
 			return false, err.Error()

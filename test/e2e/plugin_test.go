@@ -39,7 +39,7 @@ func TestPluginLogsAndRun(t *testing.T) {
 	alice, bob := userConfig(t, "alice", aliceToken), userConfig(t, "bob", bobToken)
 	const aliceName = "system:serviceaccount:default:alice"
 
-	eventually(t, "alice reads the app's ticks", 30*time.Second, func() (bool, string) {
+	testutil.Eventually(t, "alice reads the app's ticks", 30*time.Second, pollEvery, func() (bool, string) {
 		p := testutil.Plugin(t, alice, "logs", inst.Name)
 		return p.Code() == 0 && strings.Contains(p.Stdout(), "tick g1 3\n"), p.Stderr() + testutil.Tail(p.Stdout(), 12)
 	})
@@ -50,12 +50,12 @@ func TestPluginLogsAndRun(t *testing.T) {
 		t.Errorf("the administrator's logs: exit %d, stderr %q", p.Code(), p.Stderr())
 	}
 	follow := testutil.StartPlugin(t, alice, "logs", inst.Name, "-f", "--prefix")
-	eventually(t, "the follow sees generation 1", 30*time.Second, func() (bool, string) {
+	testutil.Eventually(t, "the follow sees generation 1", 30*time.Second, pollEvery, func() (bool, string) {
 		return strings.Contains(follow.Stdout(), "[g1] tick g1"), follow.Stderr() + testutil.Tail(follow.Stdout(), 12)
 	})
 	updateInstance(t, inst.Name, func(i *v1.Instance) { i.Spec.Template.Args = append(i.Spec.Template.Args, "v2") })
 	waitServing(t, inst.Name, 2)
-	eventually(t, "the same follow sees generation 2 after the swap", 30*time.Second, func() (bool, string) {
+	testutil.Eventually(t, "the same follow sees generation 2 after the swap", 30*time.Second, pollEvery, func() (bool, string) {
 		return strings.Contains(follow.Stdout(), "[g2] tick g2 3\n"), follow.Stderr() + testutil.Tail(follow.Stdout(), 12)
 	})
 	if s := follow.Stdout(); strings.Index(s, "tick g2") < strings.LastIndex(s, "tick g1") {
@@ -89,7 +89,7 @@ func TestPluginLogsAndRun(t *testing.T) {
 		if _, err := io.WriteString(in, line+"\n"); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "the console answers "+line+" before its stdin ends", 20*time.Second, func() (bool, string) {
+		testutil.Eventually(t, "the console answers "+line+" before its stdin ends", 20*time.Second, pollEvery, func() (bool, string) {
 			return strings.Contains(console.Stdout(), "got "+line+"\n"), console.Stdout() + console.Stderr()
 		})
 	}
@@ -102,7 +102,7 @@ func TestPluginLogsAndRun(t *testing.T) {
 	// first still runs, each with its own exit code.
 	marker := "unitlet-plugin-" + runID
 	first := testutil.StartPlugin(t, alice, "run", inst.Name, "--", "/bin/sh", "-c", "sleep 5; echo first; : "+marker+"-first")
-	eventually(t, "the first run's command runs", 20*time.Second, func() (bool, string) {
+	testutil.Eventually(t, "the first run's command runs", 20*time.Second, pollEvery, func() (bool, string) {
 		return len(pidsOf(marker+"-first")) > 0, first.Stderr()
 	})
 	second := testutil.Plugin(t, alice, "run", inst.Name, "--", "/bin/sh", "-c", "exit 5")
@@ -117,14 +117,14 @@ func TestPluginLogsAndRun(t *testing.T) {
 
 	// Interrupted: the agent stops the command and proves it gone.
 	sleeper := testutil.StartPlugin(t, alice, "run", inst.Name, "--", "/bin/sh", "-c", "sleep 300; : "+marker)
-	eventually(t, "the interrupted run's command runs", 20*time.Second, func() (bool, string) {
+	testutil.Eventually(t, "the interrupted run's command runs", 20*time.Second, pollEvery, func() (bool, string) {
 		return len(pidsOf(marker)) > 0, sleeper.Stderr()
 	})
 	_ = sleeper.Cmd.Process.Signal(syscall.SIGINT)
 	if code := sleeper.Wait(); code != 130 {
 		t.Errorf("interrupted plugin exit code %d, want 130; stderr:\n%s", code, sleeper.Stderr())
 	}
-	eventually(t, "nothing of the interrupted run left", 30*time.Second, func() (bool, string) {
+	testutil.Eventually(t, "nothing of the interrupted run left", 30*time.Second, pollEvery, func() (bool, string) {
 		return len(pidsOf(marker)) == 0 && len(runCgroups(t, a, inst.Name)) == 0, fmt.Sprint(pidsOf(marker), runCgroups(t, a, inst.Name))
 	})
 	waitEvent(t, inst.Name, "RunInterrupted", aliceName, "stopped and proven gone")
@@ -143,17 +143,17 @@ func TestPluginLogsAndRun(t *testing.T) {
 
 	// A run that outlives its agent: the next agent stops it, proven.
 	orphan := testutil.StartPlugin(t, alice, "run", inst.Name, "--", "/bin/sh", "-c", "sleep 301; : "+marker)
-	eventually(t, "the run the agent will not see end runs", 20*time.Second, func() (bool, string) {
+	testutil.Eventually(t, "the run the agent will not see end runs", 20*time.Second, pollEvery, func() (bool, string) {
 		return len(pidsOf(marker)) > 0, orphan.Stderr()
 	})
 	before := strings.Count(follow.Stdout(), "[g2] tick g2")
 	a.Stop(syscall.SIGKILL)
 	a.Launch(t)
-	eventually(t, "the next agent stops the run it found", 60*time.Second, func() (bool, string) {
+	testutil.Eventually(t, "the next agent stops the run it found", 60*time.Second, pollEvery, func() (bool, string) {
 		return len(pidsOf(marker)) == 0 && len(runCgroups(t, a, inst.Name)) == 0, fmt.Sprint(pidsOf(marker), runCgroups(t, a, inst.Name))
 	})
 	waitEvent(t, inst.Name, "RunAbandoned", "", "stopped and proven gone")
-	eventually(t, "the follow goes on with the next agent", 60*time.Second, func() (bool, string) {
+	testutil.Eventually(t, "the follow goes on with the next agent", 60*time.Second, pollEvery, func() (bool, string) {
 		return strings.Count(follow.Stdout(), "[g2] tick g2") > before+20, follow.Stderr()
 	})
 	seen := map[string]bool{}
@@ -163,7 +163,7 @@ func TestPluginLogsAndRun(t *testing.T) {
 		}
 		seen[line] = true
 	}
-	eventually(t, "logs still read after the restart, old lines and new", 30*time.Second, func() (bool, string) {
+	testutil.Eventually(t, "logs still read after the restart, old lines and new", 30*time.Second, pollEvery, func() (bool, string) {
 		p := testutil.Plugin(t, alice, "logs", inst.Name, "--generation", "2")
 		s := p.Stdout()
 		return p.Code() == 0 && strings.Contains(s, "tick g2 0\n") && strings.Count(s, "\n") > strings.Count(follow.Stdout(), "[g2]"), p.Stderr() + testutil.Tail(s, 12)
@@ -228,7 +228,7 @@ func pidsOf(marker string) []string {
 // holds every part.
 func waitEvent(t *testing.T, name, reason string, parts ...string) {
 	t.Helper()
-	eventually(t, "event "+reason, 30*time.Second, func() (bool, string) {
+	testutil.Eventually(t, "event "+reason, 30*time.Second, pollEvery, func() (bool, string) {
 		var list eventsv1.EventList
 		if err := k8s.List(context.Background(), &list, client.InNamespace("default")); err != nil {
 			return false, err.Error()
@@ -269,7 +269,7 @@ func TestPluginFollowsRotation(t *testing.T) {
 	follow := testutil.StartPlugin(t, kubeconfig, "logs", "-f", inst.Name)
 	const lines = 150 // three rotations and more
 	var first int
-	eventually(t, "the follow reads across rotations", 60*time.Second, func() (bool, string) {
+	testutil.Eventually(t, "the follow reads across rotations", 60*time.Second, pollEvery, func() (bool, string) {
 		s := follow.Stdout()
 		if _, err := fmt.Sscanf(s, "tick g1 %d\n", &first); err != nil {
 			return false, follow.Stderr() + testutil.Tail(s, 3)

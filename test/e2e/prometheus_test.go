@@ -22,6 +22,7 @@ import (
 	"github.com/unitlet/unitlet/internal/testkit/cgrouphold"
 	"github.com/unitlet/unitlet/internal/testkit/promtest"
 	"github.com/unitlet/unitlet/internal/testkit/testenv"
+	"github.com/unitlet/unitlet/internal/testkit/testutil"
 	"github.com/unitlet/unitlet/runtime/layout"
 )
 
@@ -75,7 +76,7 @@ func TestPrometheusFiresOnUnprovenKill(t *testing.T) {
 
 	retired := time.Now()
 	updateInstance(t, inst.Name, func(i *v1.Instance) { i.Spec.Template.Args = append(i.Spec.Template.Args, "v2") })
-	eventually(t, "Instance KillUnproven=True", 120*time.Second, func() (bool, string) {
+	testutil.Eventually(t, "Instance KillUnproven=True", 120*time.Second, pollEvery, func() (bool, string) {
 		i := getInstance(t, inst.Name)
 		return meta.IsStatusConditionTrue(i.Status.Conditions, v1.ConditionKillUnproven), conditions(i.Status.Conditions)
 	})
@@ -100,7 +101,7 @@ func TestPrometheusFiresOnUnprovenKill(t *testing.T) {
 	held.Release(t)
 	released := time.Now()
 	waitServing(t, inst.Name, 2)
-	eventually(t, "KillUnproven=False", 60*time.Second, func() (bool, string) {
+	testutil.Eventually(t, "KillUnproven=False", 60*time.Second, pollEvery, func() (bool, string) {
 		i := getInstance(t, inst.Name)
 		return meta.IsStatusConditionFalse(i.Status.Conditions, v1.ConditionKillUnproven), conditions(i.Status.Conditions)
 	})
@@ -126,7 +127,7 @@ func TestPrometheusFiresOnUnprovenKill(t *testing.T) {
 			t.Errorf("after delete %s/%s still exists (%v)", h, li.Cgroup(), err)
 		}
 	}
-	eventually(t, "the Instance's series gone from /metrics", 30*time.Second, func() (bool, string) {
+	testutil.Eventually(t, "the Instance's series gone from /metrics", 30*time.Second, pollEvery, func() (bool, string) {
 		v := agentSample(t, a.MetricsAddr, "unitlet_instance_condition", map[string]string{"instance": inst.Name})
 		return v == "", "still " + v
 	})

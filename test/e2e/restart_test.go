@@ -5,13 +5,14 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"syscall"
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
+	"github.com/unitlet/unitlet/internal/testkit/testutil"
 	"github.com/unitlet/unitlet/runtime/layout"
 )
 
@@ -60,11 +61,11 @@ func TestAgentRestart(t *testing.T) {
 	}
 
 	a.Launch(t)
-	eventually(t, "the kept app's output collected again", 30*time.Second, func() (bool, string) {
+	testutil.Eventually(t, "the kept app's output collected again", 30*time.Second, pollEvery, func() (bool, string) {
 		n := strings.Count(readFile(keptLog), "tick")
 		return n > before, fmt.Sprintf("%d tick lines, %d before the restart", n, before)
 	})
-	eventually(t, "orphan killed and proven gone", 60*time.Second, func() (bool, string) {
+	testutil.Eventually(t, "orphan killed and proven gone", 60*time.Second, pollEvery, func() (bool, string) {
 		return processesUnder(t, orphanCgroup) == 0, "processes remain"
 	})
 	inst := waitServing(t, "kept", 1)

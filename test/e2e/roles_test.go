@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
+	"github.com/unitlet/unitlet/internal/testkit/testutil"
 	"github.com/unitlet/unitlet/runtime/layout"
 )
 
@@ -65,7 +66,7 @@ func TestSeedAndSidecar(t *testing.T) {
 	if err := syscall.Kill(first["ticker"], syscall.SIGKILL); err != nil {
 		t.Fatalf("kill sidecar ticker %d: %v", first["ticker"], err)
 	}
-	eventually(t, "ticker started again", 60*time.Second, func() (bool, string) {
+	testutil.Eventually(t, "ticker started again", 60*time.Second, pollEvery, func() (bool, string) {
 		b, _ := os.ReadFile(pidFile("ticker"))
 		pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
 		return pid != 0 && pid != first["ticker"] && syscall.Kill(pid, 0) == nil, "pid " + string(b)
@@ -81,7 +82,7 @@ func TestSeedAndSidecar(t *testing.T) {
 func readPid(t *testing.T, path string) int {
 	t.Helper()
 	var pid int
-	eventually(t, "pid file "+path, 30*time.Second, func() (bool, string) {
+	testutil.Eventually(t, "pid file "+path, 30*time.Second, pollEvery, func() (bool, string) {
 		b, err := os.ReadFile(path)
 		if err != nil {
 			return false, err.Error()

@@ -15,6 +15,7 @@ import (
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
 	"github.com/unitlet/unitlet/internal/testkit/cgrouphold"
+	"github.com/unitlet/unitlet/internal/testkit/testutil"
 	"github.com/unitlet/unitlet/runtime/layout"
 )
 
@@ -47,7 +48,7 @@ func TestSIGTERMDuringKillProof(t *testing.T) {
 	}
 	// The app is gone at the stop's SIGTERM; the held process keeps the
 	// generation's cgroup populated: the retire is under way.
-	eventually(t, "generation 1's app stopped", 30*time.Second, func() (bool, string) {
+	testutil.Eventually(t, "generation 1's app stopped", 30*time.Second, pollEvery, func() (bool, string) {
 		return exited(app), "app pid " + strconv.Itoa(app) + " still runs"
 	})
 	time.Sleep(time.Second)
@@ -59,7 +60,7 @@ func TestSIGTERMDuringKillProof(t *testing.T) {
 	if err := a.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the agent exits after SIGTERM", 40*time.Second, func() (bool, string) {
+	testutil.Eventually(t, "the agent exits after SIGTERM", 40*time.Second, pollEvery, func() (bool, string) {
 		return !a.Running(), "still running"
 	})
 	if took := time.Since(sent); took > 25*time.Second {

@@ -3,7 +3,6 @@ package node
 import (
 	"context"
 	"fmt"
-	unitsrt "github.com/unitlet/unitlet/runtime/units"
 	"net/http"
 	"strconv"
 	"strings"
@@ -16,6 +15,7 @@ import (
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
 	"github.com/unitlet/unitlet/internal/testkit/testutil"
+	unitsrt "github.com/unitlet/unitlet/runtime/units"
 )
 
 // TestNode walks one node through what its life holds, in order: each

@@ -128,7 +128,7 @@ func TestBusCutAfterStart(t *testing.T) {
 	bus.arm(unit)
 	create(t, inst)
 	var cut time.Time
-	eventually(t, "the start call cut", 30*time.Second, func() (bool, string) {
+	testutil.Eventually(t, "the start call cut", 30*time.Second, pollEvery, func() (bool, string) {
 		cuts := bus.cutAt()
 		if len(cuts) == 0 {
 			return false, "no cut yet"
@@ -139,7 +139,7 @@ func TestBusCutAfterStart(t *testing.T) {
 	// Said at once: StartUncertain=True on the Instance or, when the call
 	// reached systemd before the cut and a look resolved it between two
 	// polls of this test, the MayHaveRun Event the uncertainty left.
-	eventually(t, "the start's uncertainty said", 5*time.Second, func() (bool, string) {
+	testutil.Eventually(t, "the start's uncertainty said", 5*time.Second, pollEvery, func() (bool, string) {
 		i := kube.Instance(t, inst.Name)
 		if meta.IsStatusConditionTrue(i.Status.Conditions, v1.ConditionStartUncertain) {
 			return true, ""
@@ -152,7 +152,7 @@ func TestBusCutAfterStart(t *testing.T) {
 
 	c := busConn(t)
 	var served *v1.Instance
-	eventually(t, "a generation serving", 2*time.Minute, func() (bool, string) {
+	testutil.Eventually(t, "a generation serving", 2*time.Minute, pollEvery, func() (bool, string) {
 		served = kube.Instance(t, inst.Name)
 		return served.Status.ActiveGeneration != 0 && meta.IsStatusConditionTrue(served.Status.Conditions, v1.ConditionReady),
 			testutil.Conditions(served.Status.Conditions)

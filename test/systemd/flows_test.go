@@ -114,7 +114,7 @@ func TestOverlapSwap(t *testing.T) {
 	if got := <-highest; got != overlapMem {
 		t.Errorf("highest slice memory limit during the swap = %d, want spec.overlap's %d", got, overlapMem)
 	}
-	eventually(t, "slice limit restored", 10*time.Second, func() (bool, string) {
+	testutil.Eventually(t, "slice limit restored", 10*time.Second, pollEvery, func() (bool, string) {
 		got := readInt(t, sliceMem)
 		return got == tierMem, fmt.Sprintf("memory.limit_in_bytes = %d, want %d", got, tierMem)
 	})
@@ -170,7 +170,7 @@ func TestReplaceSuspendDelete(t *testing.T) {
 	}
 
 	kube.UpdateInstance(t, inst.Name, updateLimit, func(i *v1.Instance) { i.Spec.Suspend = true })
-	eventually(t, "suspended", 60*time.Second, func() (bool, string) {
+	testutil.Eventually(t, "suspended", 60*time.Second, pollEvery, func() (bool, string) {
 		i := kube.Instance(t, inst.Name)
 		c := meta.FindStatusCondition(i.Status.Conditions, v1.ConditionReady)
 		return c != nil && c.Reason == v1.ReasonSuspended && c.Status == "True", testutil.Conditions(i.Status.Conditions)

@@ -28,18 +28,12 @@ func create(t *testing.T, inst *v1.Instance) {
 	t.Cleanup(func() { kube.DeleteAndWait(t, name, deleteLimit) })
 }
 
-// eventually polls cond as every wait of this package does.
-func eventually(t *testing.T, what string, limit time.Duration, cond func() (bool, string)) {
-	t.Helper()
-	testutil.Eventually(t, what, limit, pollEvery, cond)
-}
-
 // waitTerminated waits until generation n's Terminated condition is True
 // (its kill proven).
 func waitTerminated(t *testing.T, name string, n int64) *v1.Generation {
 	t.Helper()
 	var g *v1.Generation
-	eventually(t, fmt.Sprintf("generation %d of %s proven gone", n, name), 60*time.Second, func() (bool, string) {
+	testutil.Eventually(t, fmt.Sprintf("generation %d of %s proven gone", n, name), 60*time.Second, pollEvery, func() (bool, string) {
 		g = kube.Generation(t, name, n)
 		return meta.IsStatusConditionTrue(g.Status.Conditions, v1.ConditionTerminated), testutil.Conditions(g.Status.Conditions)
 	})

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/unitlet/unitlet/internal/testkit/testutil"
 	"github.com/unitlet/unitlet/runtime/node"
 	"github.com/unitlet/unitlet/runtime/outcome"
 )
@@ -70,7 +71,7 @@ func TestAgentRestartKeepsAppAndItsOutput(t *testing.T) {
 			return len(got) > 0 && got[len(got)-1] >= n, fmt.Sprintf("%d lines", len(got))
 		}
 	}
-	eventually(t, "the app's first lines", 10*time.Second, seen(5))
+	testutil.Eventually(t, "the app's first lines", 10*time.Second, pollEvery, seen(5))
 
 	if err := first.Close(); err != nil {
 		t.Fatalf("close the first agent's runtime: %v", err)
@@ -86,7 +87,7 @@ func TestAgentRestartKeepsAppAndItsOutput(t *testing.T) {
 		t.Fatal(err)
 	}
 	last := before[len(before)-1]
-	eventually(t, "the app's lines after the restart", 10*time.Second, seen(last+40))
+	testutil.Eventually(t, "the app's lines after the restart", 10*time.Second, pollEvery, seen(last+40))
 
 	got := lineNumbers(t, li.LogFile())
 	for i, n := range got {

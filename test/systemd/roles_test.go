@@ -39,7 +39,7 @@ func TestSidecars(t *testing.T) {
 			t.Fatal(err)
 		}
 		unit[name] = p.UnitName()
-		eventually(t, "sidecar "+name+" active", 30*time.Second, func() (bool, string) {
+		testutil.Eventually(t, "sidecar "+name+" active", 30*time.Second, pollEvery, func() (bool, string) {
 			var active string
 			first[name], active = mainPID(t, c, unit[name])
 			return active == "active" && first[name] != 0, active
@@ -50,7 +50,7 @@ func TestSidecars(t *testing.T) {
 	if err := c.KillUnitWithTarget(context.Background(), unit["ticker"], sddbus.Main, int32(syscall.SIGKILL)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "ticker started again", 60*time.Second, func() (bool, string) {
+	testutil.Eventually(t, "ticker started again", 60*time.Second, pollEvery, func() (bool, string) {
 		pid, active := mainPID(t, c, unit["ticker"])
 		return active == "active" && pid != 0 && pid != first["ticker"], fmt.Sprintf("%s, main pid %d (first %d)", active, pid, first["ticker"])
 	})
@@ -63,7 +63,7 @@ func TestSidecars(t *testing.T) {
 		i.Spec.Template.Sidecars = slices.DeleteFunc(i.Spec.Template.Sidecars, func(s v1.Sidecar) bool { return s.Name == "tocker" })
 	})
 	kube.WaitServing(t, inst.Name, 2)
-	eventually(t, "tocker retired", 60*time.Second, func() (bool, string) {
+	testutil.Eventually(t, "tocker retired", 60*time.Second, pollEvery, func() (bool, string) {
 		_, active := mainPID(t, c, unit["tocker"])
 		return active == "inactive", active
 	})

@@ -24,3 +24,14 @@ func Eventually(t testing.TB, what string, limit, every time.Duration, cond func
 	}
 	t.Fatalf("timed out after %s waiting for %s; last: %s", limit, what, last)
 }
+
+// Succeeds is Eventually's condition for a check written as an error: it
+// holds once f returns nil, and the last error is the state reported.
+func Succeeds(f func() error) func() (bool, string) {
+	return func() (bool, string) {
+		if err := f(); err != nil {
+			return false, err.Error()
+		}
+		return true, ""
+	}
+}

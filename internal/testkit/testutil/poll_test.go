@@ -1,6 +1,7 @@
 package testutil
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -35,5 +36,23 @@ func TestEventuallyFailsWithLastState(t *testing.T) {
 	Eventually(rec, "never", 20*time.Millisecond, time.Millisecond, func() (bool, string) { return false, "still no" })
 	if !strings.Contains(rec.fatal, "waiting for never; last: still no") {
 		t.Fatalf("fatal = %q, want the wait and the last state named", rec.fatal)
+	}
+}
+
+func TestSucceedsReportsTheLastError(t *testing.T) {
+	calls := 0
+	rec := &fatalRecorder{}
+	Eventually(rec, "a nil error", 5*time.Second, time.Millisecond, Succeeds(func() error {
+		if calls++; calls < 3 {
+			return fmt.Errorf("call %d", calls)
+		}
+		return nil
+	}))
+	if rec.fatal != "" || calls != 3 {
+		t.Fatalf("calls=%d fatal=%q, want 3 calls and no failure", calls, rec.fatal)
+	}
+	Eventually(rec, "never", 20*time.Millisecond, time.Millisecond, Succeeds(func() error { return errors.New("still broken") }))
+	if !strings.Contains(rec.fatal, "waiting for never; last: still broken") {
+		t.Fatalf("fatal = %q, want the last error named", rec.fatal)
 	}
 }
