@@ -41,7 +41,7 @@ help: ## Display this help.
 manifests: ## Generate CRDs and the agent's and nodewatch's roles from markers.
 	$(CONTROLLER_GEN) rbac:roleName=unitlet-agent crd paths="./api/..." paths="./controllers/..." \
 		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
-	$(CONTROLLER_GEN) rbac:roleName=unitlet-nodewatch paths="./nodewatch/..." output:rbac:artifacts:config=config/nodewatch
+	$(CONTROLLER_GEN) rbac:roleName=unitlet-nodewatch paths="./cluster/..." output:rbac:artifacts:config=config/nodewatch
 
 .PHONY: generate
 generate: ## Generate DeepCopy methods.

@@ -1,9 +1,9 @@
 // Command unitlet is the node agent and the small helpers it starts: with
 // no subcommand (or "agent") it runs the agent; "exec" is the trampoline a
 // unit runs before the app; "install" copies the binary to the host (the
-// DaemonSet's init container); "nodewatch" is the cluster-side watch of
-// the agents' Leases (its own Deployment); "version" prints the build's
-// version.
+// DaemonSet's init container); "cluster" runs what runs once per cluster
+// (its own Deployment: nodewatch, which reads the agents' node Leases);
+// "version" prints the build's version.
 //
 // The Go runtime keeps its cgroup CPU limit files open from start (fds 3
 // and up) and re-reads them to adjust GOMAXPROCS. The trampoline must put
@@ -18,9 +18,9 @@ import (
 	"os"
 
 	"github.com/unitlet/unitlet/agent"
+	"github.com/unitlet/unitlet/cluster"
 	"github.com/unitlet/unitlet/internal/selfinstall"
 	"github.com/unitlet/unitlet/internal/version"
-	"github.com/unitlet/unitlet/nodewatch"
 	"github.com/unitlet/unitlet/runtime/trampoline"
 	"github.com/unitlet/unitlet/runtime/units/exitrecord"
 	"github.com/unitlet/unitlet/runtime/units/shim"
@@ -49,7 +49,10 @@ var subcommands = map[string]func([]string) int{
 	"shim":        shim.Main,
 	"exit-record": exitrecord.Main,
 	"install":     selfinstall.Main,
-	"nodewatch":   nodewatch.Main,
+	"cluster":     cluster.Main,
+	// The name the cluster side had while nodewatch was all of it: a
+	// Deployment of an earlier release still starts it so.
+	"nodewatch": cluster.Main,
 	"version": func([]string) int {
 		fmt.Println(version.Get())
 		return 0

@@ -8,8 +8,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/unitlet/unitlet/agent/endpoint"
 	"github.com/unitlet/unitlet/controllers"
-	"github.com/unitlet/unitlet/internal/agentserver"
 	"github.com/unitlet/unitlet/internal/metrics"
 	"github.com/unitlet/unitlet/internal/version"
 	"github.com/unitlet/unitlet/runtime/boot"
@@ -49,7 +49,7 @@ func setupHosting(mgr ctrl.Manager, opts Options) error {
 	metrics.SetAgentInfo(opts.NodeName, version.Get(), backend)
 	recorder := mgr.GetEventRecorder("unitlet-agent")
 	if opts.ServeAddr != "" && opts.ServeAddr != "0" {
-		err := mgr.Add(&agentserver.Server{
+		err := mgr.Add(&endpoint.Server{
 			Addr: opts.ServeAddr, Advertise: opts.AdvertiseAddr, NodeName: opts.NodeName,
 			Config: mgr.GetConfig(), HTTPClient: mgr.GetHTTPClient(), Client: mgr.GetClient(),
 			Node: rt, Recorder: recorder, Grace: stopGrace, Log: mgr.GetLogger().WithName("server"),

@@ -42,7 +42,7 @@ type Options struct {
 	MetricsSecure     bool
 	PprofAddr         string
 	// ServeAddr is where `kubectl unitlet` reaches the agent ("0": not
-	// served); AdvertiseAddr the host callers dial (see agentserver).
+	// served); AdvertiseAddr the host callers dial (see agent/endpoint).
 	ServeAddr      string
 	AdvertiseAddr  string
 	LogDevelopment bool

@@ -18,7 +18,6 @@ import (
 	"github.com/unitlet/unitlet/runtime/cgroups"
 	"github.com/unitlet/unitlet/runtime/identity"
 	"github.com/unitlet/unitlet/runtime/node"
-	"github.com/unitlet/unitlet/runtime/units"
 )
 
 // Annotations the agent keeps on the objects it makes.
@@ -80,13 +79,13 @@ func generationFromName(name string) (instance string, n int64, ok bool) {
 }
 
 // tierOf converts an API tier to the runtime's. The pids limit is the
-// app's own plus the platform's (units.PlatformTasks: the supervisor and
+// app's own plus the platform's (node.PlatformTasks: the supervisor and
 // the trampoline share the app's cgroup), so a tier of pids: 8 lets the
 // app itself run 8 tasks.
 func tierOf(t v1.Tier) cgroups.Tier {
 	pids := t.Pids
 	if pids > 0 {
-		pids += units.PlatformTasks
+		pids += node.PlatformTasks
 	}
 	return cgroups.Tier{MemoryBytes: t.Memory.Value(), CPUMillis: t.CPU.MilliValue(), Pids: pids}
 }

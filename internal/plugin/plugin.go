@@ -1,6 +1,6 @@
 // Package plugin is `kubectl unitlet`: an Instance's logs and one-off
 // commands in its environment, served by the agent of the Instance's node
-// (internal/agentserver). It finds that agent through the node's
+// (agent/endpoint). It finds that agent through the node's
 // Enrollment and presents the user's own kubeconfig credentials, which
 // the agent has the API server review.
 package plugin

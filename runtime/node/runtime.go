@@ -41,6 +41,11 @@ type Config struct {
 	LogDropped func(inst InstanceRef, reason string)
 }
 
+// PlatformTasks is what a tier's pids limit is raised by for the
+// platform's own processes in a unit (units.PlatformTasks): the node is
+// the reconcilers' one way into the runtime.
+const PlatformTasks = units.PlatformTasks
+
 // Defaults for the log rotation when Config leaves them zero.
 const (
 	DefaultLogMaxBytes = 8 << 20 // the agent's --instance-log-max-size default too

@@ -1,10 +1,10 @@
-// Package agentserver is the agent's own HTTPS endpoint for `kubectl
+// Package endpoint is the agent's own HTTPS endpoint for `kubectl
 // unitlet`: an Instance's logs and one-off runs in its environment. Like
 // the kubelet's, it serves only callers the API server authenticates
 // (TokenReview) and authorizes (SubjectAccessReview on instances/log and
 // instances/run), and publishes where it listens, with the certificate
 // it made for itself, in the node's Enrollment.
-package agentserver
+package endpoint
 
 import (
 	"context"

@@ -1,4 +1,9 @@
-package nodewatch
+// Package cluster is the wiring of what runs once per cluster (its own
+// Deployment, `unitlet cluster`): one manager holding the cluster-side
+// controllers. Today that is nodewatch (cluster/nodewatch), which reads
+// the agents' node Leases. Nothing here links the node side (agent/,
+// controllers/, runtime/): hack/import-restrictions.yaml holds it so.
+package cluster
 
 import (
 	"context"
@@ -15,13 +20,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/unitlet/unitlet/cluster/nodewatch"
 	"github.com/unitlet/unitlet/internal/scheme"
 	"github.com/unitlet/unitlet/internal/version"
 )
 
-// Main runs `unitlet nodewatch` until SIGTERM and returns the exit code.
+// Main runs `unitlet cluster` until SIGTERM and returns the exit code.
 func Main(args []string) int {
-	fs := flag.NewFlagSet("unitlet nodewatch", flag.ContinueOnError)
+	fs := flag.NewFlagSet("unitlet cluster", flag.ContinueOnError)
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file; empty means in-cluster configuration or $KUBECONFIG")
 	leaseNS := fs.String("lease-namespace", "unitlet-system", "namespace of the agents' Leases")
 	probeAddr := fs.String("health-probe-bind-address", ":8081", "address of /healthz and /readyz")
@@ -32,7 +38,7 @@ func Main(args []string) int {
 	log := zap.New()
 	ctrl.SetLogger(log)
 	if err := run(ctrl.SetupSignalHandler(), *kubeconfig, *leaseNS, *probeAddr, *metricsAddr); err != nil {
-		fmt.Fprintf(os.Stderr, "unitlet nodewatch: %v\n", err)
+		fmt.Fprintf(os.Stderr, "unitlet cluster: %v\n", err)
 		return 1
 	}
 	return 0
@@ -64,10 +70,10 @@ func run(ctx context.Context, kubeconfig, leaseNS, probeAddr, metricsAddr string
 	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
 		return err
 	}
-	r := &Reconciler{Client: mgr.GetClient(), LeaseNamespace: leaseNS}
+	r := &nodewatch.Reconciler{Client: mgr.GetClient(), LeaseNamespace: leaseNS}
 	if err := r.SetupWithManager(ctx, mgr); err != nil {
 		return err
 	}
-	ctrl.Log.WithName("nodewatch").Info("nodewatch starting", "version", version.Get(), "leaseNamespace", leaseNS)
+	ctrl.Log.WithName("cluster").Info("cluster-side controllers starting", "version", version.Get(), "leaseNamespace", leaseNS)
 	return mgr.Start(ctx)
 }
