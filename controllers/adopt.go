@@ -68,7 +68,7 @@ func (a *Adopter) Start(ctx context.Context) error {
 		return nil // the reconcilers still observe every known Generation
 	}
 	for _, ref := range refs {
-		if ref.Role == layout.RoleCmd {
+		if ref.Role == layout.RoleCommand {
 			a.stopRun(ctx, ref)
 			continue
 		}
@@ -129,12 +129,12 @@ func (a *Adopter) killOrphan(ctx context.Context, ref node.Ref) {
 // is proven gone (and its files removed) like an orphan, and said on
 // its Instance (on the Enrollment once the Instance is gone).
 func (a *Adopter) stopRun(ctx context.Context, ref node.Ref) {
-	log := a.Log.WithValues("namespace", ref.Namespace, "name", ref.Name, "run", ref.Run)
+	log := a.Log.WithValues("namespace", ref.Namespace, "name", ref.Name, "run", ref.Command)
 	began := time.Now()
 	kill := a.Runtime.Retire(ctx, ref, a.Grace)
 	metrics.ObserveKill(kill.Proven, string(kill.Reason), time.Since(began))
 	typ, reason := corev1.EventTypeWarning, "RunAbandoned"
-	note, args := "run %s outlived the agent that started it (its caller's stream ended with that agent); stopped and proven gone", []any{ref.Run}
+	note, args := "run %s outlived the agent that started it (its caller's stream ended with that agent); stopped and proven gone", []any{ref.Command}
 	if kill.Proven {
 		metrics.ObserveRun("abandoned", time.Since(began))
 		if err := a.Runtime.Forget(ctx, ref); err != nil {
@@ -142,7 +142,7 @@ func (a *Adopter) stopRun(ctx context.Context, ref node.Ref) {
 		}
 	} else {
 		metrics.ObserveRun("unproven", time.Since(began))
-		reason, note, args = v1.ConditionKillUnproven, "run %s outlived the agent that started it; its stop is unproven: %v", []any{ref.Run, kill.Err()}
+		reason, note, args = v1.ConditionKillUnproven, "run %s outlived the agent that started it; its stop is unproven: %v", []any{ref.Command, kill.Err()}
 	}
 	log.Info("abandoned run stopped", "proven", kill.Proven)
 	inst := &v1.Instance{}

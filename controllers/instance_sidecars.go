@@ -26,8 +26,8 @@ func slotName(ref node.Ref) string {
 	switch {
 	case ref.Sidecar != "":
 		return fmt.Sprintf("%s %s", ref.Role, ref.Sidecar)
-	case ref.Run != "":
-		return fmt.Sprintf("run %s", ref.Run)
+	case ref.Command != "":
+		return fmt.Sprintf("run %s", ref.Command)
 	}
 	return string(ref.Role)
 }
@@ -124,7 +124,7 @@ func (s *swap) sidecarSlots(ctx context.Context) ([]node.Ref, error) {
 	return sidecars, err
 }
 
-// roleSlots is sidecarSlots, and every run (role cmd) the node holds.
+// roleSlots is sidecarSlots, and every command the node holds.
 func (s *swap) roleSlots(ctx context.Context) (sidecars, runs []node.Ref, err error) {
 	names := sidecarNames(s.inst)
 	held, err := s.r.Runtime.ListInstance(ctx, s.ref())
@@ -135,7 +135,7 @@ func (s *swap) roleSlots(ctx context.Context) (sidecars, runs []node.Ref, err er
 		switch {
 		case ref.Role == layout.RoleSidecar && !slices.Contains(names, ref.Sidecar):
 			names = append(names, ref.Sidecar)
-		case ref.Role == layout.RoleCmd:
+		case ref.Role == layout.RoleCommand:
 			runs = append(runs, ref)
 		}
 	}

@@ -56,8 +56,8 @@ func RoleCgroup(r Role) (string, error) {
 		return "role-" + string(r), nil
 	case RoleSidecar:
 		return "", fmt.Errorf("role sidecar: %w", ErrBadSidecarName)
-	case RoleCmd:
-		return "", fmt.Errorf("role cmd: %w", ErrBadRunName)
+	case RoleCommand:
+		return "", fmt.Errorf("role command: %w", ErrBadCommandName)
 	}
 	return "", fmt.Errorf("role %q has no cgroup of its own", r)
 }
@@ -74,17 +74,17 @@ func SidecarCgroup(name string) (string, error) {
 	return sidecarCgroupPrefix + name, nil
 }
 
-// runCgroupPrefix starts every run's child.
-const runCgroupPrefix = "role-cmd-"
+// commandCgroupPrefix starts every run's child.
+const commandCgroupPrefix = "role-cmd-"
 
-// RunCgroup is the child the run (role cmd) called name runs in,
+// CommandCgroup is the child the command called name runs in,
 // role-cmd-<name>, with no limit of its own: the Instance's parent
 // bounds it with the app.
-func RunCgroup(name string) (string, error) {
-	if len(name) > RunNameMax || !isDNSLabel(name) {
-		return "", fmt.Errorf("%w: %q", ErrBadRunName, name)
+func CommandCgroup(name string) (string, error) {
+	if len(name) > CommandNameMax || !isDNSLabel(name) {
+		return "", fmt.Errorf("%w: %q", ErrBadCommandName, name)
 	}
-	return runCgroupPrefix + name, nil
+	return commandCgroupPrefix + name, nil
 }
 
 // IsRoleCgroup reports whether child is a role child layout derives
@@ -97,8 +97,8 @@ func IsRoleCgroup(child string) bool {
 		_, err := SidecarCgroup(name)
 		return err == nil
 	}
-	if name, ok := strings.CutPrefix(child, runCgroupPrefix); ok {
-		_, err := RunCgroup(name)
+	if name, ok := strings.CutPrefix(child, commandCgroupPrefix); ok {
+		_, err := CommandCgroup(name)
 		return err == nil
 	}
 	return false

@@ -31,9 +31,9 @@ func derived(t testing.TB, l Layout, p pair) map[string]string {
 		gen  uint64
 		name string
 	}{
-		{RoleRun, 1, ""}, {RoleRun, 12, ""}, {RoleSeed, 0, ""},
+		{RoleApp, 1, ""}, {RoleApp, 12, ""}, {RoleSeed, 0, ""},
 		{RoleSidecar, 0, "seed"}, {RoleSidecar, 0, "cmd"}, {RoleSidecar, 0, "g1"}, {RoleSidecar, 0, "a-b"},
-		{RoleCmd, 0, "seed"}, {RoleCmd, 0, "sidecar"}, {RoleCmd, 0, "x"},
+		{RoleCommand, 0, "seed"}, {RoleCommand, 0, "sidecar"}, {RoleCommand, 0, "x"},
 	}
 	for _, s := range slots {
 		proc, err := inst.Slot(s.role, s.gen, s.name)
@@ -208,7 +208,7 @@ func TestCraftedPairsDoNotCollide(t *testing.T) {
 			sc, _ := i.Sidecar("seed")
 			return []string{sc.UnitName()}
 		}, theirs: func(i Instance) []string {
-			seed, _ := i.Proc(RoleSeed, 0)
+			seed, _ := i.RoleSlot(RoleSeed, 0)
 			return []string{seed.UnitName()}
 		}},
 		// unitlet-<id>.slice held every slice of namespace <id>:

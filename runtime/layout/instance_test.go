@@ -105,7 +105,7 @@ func TestLongNamesFitSunPath(t *testing.T) {
 		t.Fatal(err)
 	}
 	g, _ := inst.Generation(^uint64(0))
-	cmd, err := inst.Cmd(strings.Repeat("r", RunNameMax))
+	cmd, err := inst.Command(strings.Repeat("r", CommandNameMax))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,22 +4,24 @@ import (
 	"fmt"
 )
 
-// Role is what a process does for an Instance. A generation's app runs in
-// the run role; the others are the one-shot seed, the co-spawned sidecars
-// and an operator's one-off command against a generation.
+// Role is what a process does for an Instance: a generation's app, the
+// one-shot seed, the co-spawned sidecars, or a one-off command started
+// against a generation by `kubectl unitlet run`. The values are stored
+// (unit names, record files): the app's role reads "run" and a command's
+// "cmd", the words they had first.
 type Role string
 
 const (
-	RoleRun     Role = "run"
+	RoleApp     Role = "run"
 	RoleSeed    Role = "seed"
 	RoleSidecar Role = "sidecar"
-	RoleCmd     Role = "cmd"
+	RoleCommand Role = "cmd"
 )
 
 // Valid reports whether r is one of the known roles.
 func (r Role) Valid() bool {
 	switch r {
-	case RoleRun, RoleSeed, RoleSidecar, RoleCmd:
+	case RoleApp, RoleSeed, RoleSidecar, RoleCommand:
 		return true
 	}
 	return false

@@ -154,7 +154,7 @@ func TestListenerKeepsReadingWhileFull(t *testing.T) {
 	file, setFail, drops := failingFile(t, 64<<20)
 	dir := t.TempDir()
 	l, err := Listen(filepath.Join(dir, "g3.sock"), Options{
-		Labels: Labels{Namespace: "ns", Name: "web", Role: layout.RoleRun, Generation: 3}, File: file,
+		Labels: Labels{Namespace: "ns", Name: "web", Role: layout.RoleApp, Generation: 3}, File: file,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -16,7 +16,7 @@ import (
 func fifoListener(t *testing.T, dir string, file *RotatingFile) *Listener {
 	t.Helper()
 	l, err := Listen(filepath.Join(dir, "g3.sock"), Options{
-		Labels: Labels{Namespace: "ns", Name: "web", Role: layout.RoleRun, Generation: 3},
+		Labels: Labels{Namespace: "ns", Name: "web", Role: layout.RoleApp, Generation: 3},
 		File:   file,
 		FIFO:   filepath.Join(dir, "g3.fifo"),
 	})

@@ -47,7 +47,7 @@ func startListener(t *testing.T, maxLine int) (*Listener, string, *captured) {
 	t.Cleanup(func() { file.Close() })
 	cap := &captured{}
 	l, err := Listen(filepath.Join(dir, "g3.sock"), Options{
-		Labels:  Labels{Namespace: "ns", Name: "web", Host: "shop.example.com", Role: layout.RoleRun, Generation: 3},
+		Labels:  Labels{Namespace: "ns", Name: "web", Host: "shop.example.com", Role: layout.RoleApp, Generation: 3},
 		File:    file,
 		Logger:  cap.logger(),
 		MaxLine: maxLine,
@@ -168,10 +168,10 @@ func TestLabelsSource(t *testing.T) {
 		labels Labels
 		want   string
 	}{
-		"generation":   {Labels{Role: layout.RoleRun, Generation: 3}, "g3"},
+		"generation":   {Labels{Role: layout.RoleApp, Generation: 3}, "g3"},
 		"seed":         {Labels{Role: layout.RoleSeed}, "seed"},
 		"sidecar":      {Labels{Role: layout.RoleSidecar, Sidecar: "cache"}, "sidecar.cache"},
-		"cmd's stderr": {Labels{Role: layout.RoleCmd, Stream: "stderr"}, "cmd/stderr"},
+		"cmd's stderr": {Labels{Role: layout.RoleCommand, Stream: "stderr"}, "cmd/stderr"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

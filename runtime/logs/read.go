@@ -78,7 +78,7 @@ func parseOrigin(s string) (origin, error) {
 	o.stream, o.sidecar = stream, sidecar
 	if g, ok := strings.CutPrefix(head, genPrefix); ok {
 		if n, err := strconv.ParseUint(g, 10, 64); err == nil && n != 0 {
-			o.role, o.gen = layout.RoleRun, n
+			o.role, o.gen = layout.RoleApp, n
 			return o, nil
 		}
 	}
@@ -91,7 +91,7 @@ func parseOrigin(s string) (origin, error) {
 
 // Filter says which records a reader wants.
 type Filter struct {
-	Role       layout.Role // "" or RoleRun: the run role; RoleSeed; RoleSidecar
+	Role       layout.Role // "" or RoleApp: a generation's app; RoleSeed; RoleSidecar
 	Generation uint64      // run role only: 0 = every generation
 	Sidecar    string      // role sidecar: the sidecar's name (required)
 	Since      time.Time   // zero: everything kept
@@ -100,12 +100,12 @@ type Filter struct {
 // ParseRole parses the CLI's role: "" or "run", "seed" or "sidecar/NAME".
 func ParseRole(s string) (layout.Role, string, error) {
 	switch s {
-	case "", string(layout.RoleRun):
-		return layout.RoleRun, "", nil
+	case "", string(layout.RoleApp):
+		return layout.RoleApp, "", nil
 	case string(layout.RoleSeed):
 		return layout.RoleSeed, "", nil
-	case string(layout.RoleCmd):
-		return "", "", errors.New("role cmd has no log to read: its output goes to the caller")
+	case string(layout.RoleCommand):
+		return "", "", errors.New("a command has no log to read: its output goes to the caller")
 	}
 	name, ok := strings.CutPrefix(s, string(layout.RoleSidecar)+"/")
 	if !ok {
@@ -121,7 +121,7 @@ func ParseRole(s string) (layout.Role, string, error) {
 // Validate refuses a filter that could match nothing by mistake.
 func (f Filter) Validate() error {
 	switch f.Role {
-	case "", layout.RoleRun, layout.RoleSeed:
+	case "", layout.RoleApp, layout.RoleSeed:
 		if f.Sidecar != "" {
 			return fmt.Errorf("log filter: role %s has no sidecar (got %q)", f.role(), f.Sidecar)
 		}
@@ -132,7 +132,7 @@ func (f Filter) Validate() error {
 	default:
 		return fmt.Errorf("log filter: role %q has no log to read", f.Role)
 	}
-	if f.Generation != 0 && f.role() != layout.RoleRun {
+	if f.Generation != 0 && f.role() != layout.RoleApp {
 		return fmt.Errorf("log filter: role %s has no generation (got %d)", f.Role, f.Generation)
 	}
 	return nil
@@ -140,7 +140,7 @@ func (f Filter) Validate() error {
 
 func (f Filter) role() layout.Role {
 	if f.Role == "" {
-		return layout.RoleRun
+		return layout.RoleApp
 	}
 	return f.Role
 }

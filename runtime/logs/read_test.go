@@ -70,11 +70,11 @@ func TestParseRecordRejects(t *testing.T) {
 // The reader parses the source back into the labels the writer formatted.
 func TestOriginRoundTrip(t *testing.T) {
 	tests := map[string]origin{
-		"generation":   {role: layout.RoleRun, gen: 12},
+		"generation":   {role: layout.RoleApp, gen: 12},
 		"seed":         {role: layout.RoleSeed},
 		"sidecar":      {role: layout.RoleSidecar, sidecar: "web"},
-		"cmd":          {role: layout.RoleCmd},
-		"cmd's stderr": {role: layout.RoleCmd, stream: "stderr"},
+		"cmd":          {role: layout.RoleCommand},
+		"cmd's stderr": {role: layout.RoleCommand, stream: "stderr"},
 	}
 	for name, o := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -104,7 +104,7 @@ func TestFilterMatch(t *testing.T) {
 		want   bool
 	}{
 		"run, any generation":        {Filter{}, "g7", t0, true},
-		"run by name":                {Filter{Role: layout.RoleRun}, "g1", t0, true},
+		"run by name":                {Filter{Role: layout.RoleApp}, "g1", t0, true},
 		"run is not seed":            {Filter{}, "seed", t0, false},
 		"run is not a sidecar":       {Filter{}, "sidecar.web", t0, false},
 		"run is not cmd":             {Filter{}, "cmd/stderr", t0, false},
@@ -138,8 +138,8 @@ func TestParseRole(t *testing.T) {
 		sidecar string
 		wantErr bool
 	}{
-		"":                {role: layout.RoleRun},
-		"run":             {role: layout.RoleRun},
+		"":                {role: layout.RoleApp},
+		"run":             {role: layout.RoleApp},
 		"seed":            {role: layout.RoleSeed},
 		"sidecar/web":     {role: layout.RoleSidecar, sidecar: "web"},
 		"sidecar":         {wantErr: true},
@@ -173,7 +173,7 @@ func TestParseRole(t *testing.T) {
 func TestFilterValidateRejects(t *testing.T) {
 	tests := map[string]Filter{
 		"sidecar without name":    {Role: layout.RoleSidecar},
-		"cmd":                     {Role: layout.RoleCmd},
+		"cmd":                     {Role: layout.RoleCommand},
 		"unknown role":            {Role: "web"},
 		"seed with generation":    {Role: layout.RoleSeed, Generation: 1},
 		"run with sidecar":        {Sidecar: "web"},

@@ -10,7 +10,7 @@ import (
 // watch sends ref on Events once the slot's cgroup is seen empty (its
 // process exited or was killed). It ends with ctx: the Node's life, cut
 // short when the slot is let go of.
-func (n *Node) watch(ctx context.Context, ref Ref, p layout.Proc) {
+func (n *Node) watch(ctx context.Context, ref Ref, p layout.Slot) {
 	empty, err := n.cfg.Backend.WatchEmpty(ctx, p)
 	if err != nil {
 		n.cfg.Log.Info("no event watch", "unit", p.UnitName(), "err", err)

@@ -95,7 +95,7 @@ func (e *fakeEnv) start(ctx context.Context, t testing.TB, name string, n uint64
 }
 
 // proc is ref's process slot.
-func (e *fakeEnv) proc(t testing.TB, ref Ref) layout.Proc {
+func (e *fakeEnv) proc(t testing.TB, ref Ref) layout.Slot {
 	t.Helper()
 	p, err := e.node.procOf(ref)
 	if err != nil {

@@ -75,7 +75,7 @@ func removeFile(path string) error {
 
 // removeGenDir removes the generation's own run dir and what its app left
 // in it; RemoveAll follows no symlink it meets.
-func removeGenDir(li layout.Instance, p layout.Proc) error {
+func removeGenDir(li layout.Instance, p layout.Slot) error {
 	dir, err := li.GenDir(p.Generation())
 	if err != nil {
 		return err

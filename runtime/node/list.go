@@ -70,7 +70,7 @@ func (n *Node) refs(sts []units.Status) []Ref {
 // and opens its log FIFO again: the listener died with the agent that
 // bound it, and the app's output (held open by its shim, or waiting in
 // the FIFO the app holds) flows again once something listens.
-func (n *Node) adopt(ref Ref, p layout.Proc) {
+func (n *Node) adopt(ref Ref, p layout.Slot) {
 	in := n.instanceOf(ref.InstanceRef)
 	n.mu.Lock()
 	if _, ok := in.slots[ref]; ok {
@@ -89,7 +89,7 @@ func (n *Node) adopt(ref Ref, p layout.Proc) {
 		s.logs = l
 		n.mu.Unlock()
 	}
-	if p.Role() == layout.RoleRun {
+	if p.Role() == layout.RoleApp {
 		// The control socket its env names died with the last agent.
 		srv, err := n.relistenControl(in, p, lf, lerr)
 		if err != nil {
@@ -105,7 +105,7 @@ func (n *Node) adopt(ref Ref, p layout.Proc) {
 
 // relistenControl binds an adopted generation's control socket again, as
 // its launch file's identity (lf, read with lerr).
-func (n *Node) relistenControl(in *instance, p layout.Proc, lf launch.File, lerr error) (*control.Server, error) {
+func (n *Node) relistenControl(in *instance, p layout.Slot, lf launch.File, lerr error) (*control.Server, error) {
 	if lerr != nil {
 		return nil, lerr
 	}
@@ -116,8 +116,8 @@ func (n *Node) relistenControl(in *instance, p layout.Proc, lf launch.File, lerr
 }
 
 // relisten binds an adopted slot's log socket again (cmd has none).
-func (n *Node) relisten(in *instance, p layout.Proc, host string) (*logs.Listener, error) {
-	if p.Role() == layout.RoleCmd {
+func (n *Node) relisten(in *instance, p layout.Slot, host string) (*logs.Listener, error) {
+	if p.Role() == layout.RoleCommand {
 		return nil, nil
 	}
 	li := p.Instance()
@@ -135,7 +135,7 @@ func (n *Node) relisten(in *instance, p layout.Proc, host string) (*logs.Listene
 	})
 }
 
-func refOf(p layout.Proc) Ref {
+func refOf(p layout.Slot) Ref {
 	inst := p.Instance()
-	return Ref{InstanceRef: InstanceRef{inst.Namespace(), inst.Name()}, Role: p.Role(), Generation: p.Generation(), Sidecar: p.SidecarName(), Run: p.RunName()}
+	return Ref{InstanceRef: InstanceRef{inst.Namespace(), inst.Name()}, Role: p.Role(), Generation: p.Generation(), Sidecar: p.SidecarName(), Command: p.CommandName()}
 }

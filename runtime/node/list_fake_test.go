@@ -108,7 +108,7 @@ type runSeen struct {
 // listed when its proof fails.
 func TestRunBookkeeping(t *testing.T) {
 	zero := 0
-	run := Ref{InstanceRef: fakeGen1.InstanceRef, Role: "cmd", Run: "once"}
+	run := Ref{InstanceRef: fakeGen1.InstanceRef, Role: "cmd", Command: "once"}
 	tests := map[string]struct {
 		fault   unitstest.Fault
 		raise   bool          // an overlap's raise is in place
@@ -159,7 +159,7 @@ func TestRunBookkeeping(t *testing.T) {
 				defer rcancel()
 			}
 			gen := max(tc.gen, 1)
-			res := e.node.Run(rctx, RunRequest{InstanceRef: fakeGen1.InstanceRef, Name: run.Run, Generation: gen,
+			res := e.node.Run(rctx, RunRequest{InstanceRef: fakeGen1.InstanceRef, Name: run.Command, Generation: gen,
 				Argv: []string{"/bin/true"}, Stdout: io.Discard, Stderr: io.Discard, Grace: 100 * time.Millisecond})
 			got := runSeen{Start: res.Start.Kind, Stopped: res.Stopped, Reason: res.Kill.Reason, Parent: e.limit(t, fakeGen1.Name)}
 			if res.Exit != nil {

@@ -66,7 +66,7 @@ func (n *Node) arrived(key string) {
 		return
 	}
 	for s := range in.slots {
-		if s.Role == layout.RoleRun {
+		if s.Role == layout.RoleApp {
 			return
 		}
 	}
@@ -78,7 +78,7 @@ func (n *Node) arrived(key string) {
 // starts beside a running one gets a socket of its own (so the old one's
 // can be drained); otherwise it inherits the Instance's socket under its
 // own name, so connections queued while nothing ran are its to answer.
-func (n *Node) offerListener(ctx context.Context, in *instance, li layout.Instance, p layout.Proc, ref Ref) (*launch.Listen, error) {
+func (n *Node) offerListener(ctx context.Context, in *instance, li layout.Instance, p layout.Slot, ref Ref) (*launch.Listen, error) {
 	act, err := n.activation()
 	if err != nil {
 		return nil, err
@@ -111,7 +111,7 @@ func (n *Node) offerListener(ctx context.Context, in *instance, li layout.Instan
 	return n.offer(act, p, f)
 }
 
-func (n *Node) offer(act *activated, p layout.Proc, f *os.File) (*launch.Listen, error) {
+func (n *Node) offer(act *activated, p layout.Slot, f *os.File) (*launch.Listen, error) {
 	cgroups, err := p.Placements()
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
@@ -146,7 +146,7 @@ func (n *Node) otherRunning(ctx context.Context, in *instance, ref Ref) bool {
 	n.mu.Lock()
 	var others []Ref
 	for s := range in.slots {
-		if s.Role == layout.RoleRun && s != ref {
+		if s.Role == layout.RoleApp && s != ref {
 			others = append(others, s)
 		}
 	}
@@ -168,7 +168,7 @@ func (n *Node) otherRunning(ctx context.Context, in *instance, ref Ref) bool {
 }
 
 // withdraw drops a slot's offer not taken (its start failed or it ended).
-func (n *Node) withdraw(p layout.Proc) {
+func (n *Node) withdraw(p layout.Slot) {
 	n.mu.Lock()
 	act := n.act
 	n.mu.Unlock()

@@ -28,7 +28,7 @@ type Ref struct {
 	Role       layout.Role
 	Generation uint64
 	Sidecar    string // the sidecar's name, role sidecar only
-	Run        string // the run's name, role cmd only
+	Command    string // the command's name, role command only
 }
 
 // SidecarRef is the slot of the Instance's sidecar called name.
@@ -36,9 +36,9 @@ func SidecarRef(namespace, name, sidecar string) Ref {
 	return Ref{InstanceRef: InstanceRef{namespace, name}, Role: layout.RoleSidecar, Sidecar: sidecar}
 }
 
-// GenerationRef is the run-role slot of generation n.
+// GenerationRef is the slot of generation n's app.
 func GenerationRef(namespace, name string, n uint64) Ref {
-	return Ref{InstanceRef: InstanceRef{namespace, name}, Role: layout.RoleRun, Generation: n}
+	return Ref{InstanceRef: InstanceRef{namespace, name}, Role: layout.RoleApp, Generation: n}
 }
 
 // StartRequest is everything needed to prepare and start one slot.

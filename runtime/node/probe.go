@@ -75,7 +75,7 @@ func noRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastRe
 
 // appSocket is generation ref's own app socket.
 func (n *Node) appSocket(ref Ref) (string, error) {
-	if ref.Role != layout.RoleRun || ref.Generation == 0 {
+	if ref.Role != layout.RoleApp || ref.Generation == 0 {
 		return "", fmt.Errorf("%w: %s %d", ErrNotAGeneration, ref.Role, ref.Generation)
 	}
 	li, err := n.layoutOf(ref.InstanceRef)

@@ -17,8 +17,8 @@ import (
 // the node. Prove is the real backend's.
 type stuckKill struct{ units.Backend }
 
-func (stuckKill) Stop(ctx context.Context, _ layout.Proc) error { <-ctx.Done(); return ctx.Err() }
-func (stuckKill) Kill(ctx context.Context, _ layout.Proc) error { <-ctx.Done(); return ctx.Err() }
+func (stuckKill) Stop(ctx context.Context, _ layout.Slot) error { <-ctx.Done(); return ctx.Err() }
+func (stuckKill) Kill(ctx context.Context, _ layout.Slot) error { <-ctx.Done(); return ctx.Err() }
 
 // TestRetireBoundsTheKill: with a caller's context that never ends (a
 // reconciler's), the kill after a failed stop is bounded, so the proof,

@@ -18,10 +18,10 @@ import (
 
 // RunRequest is a one-off command in a generation's environment: its
 // env, identity, host and working dir come from that generation's launch
-// file, its unit and cgroup child are its own (role cmd, named Name).
+// file, its unit and cgroup child are its own (role command, named Name).
 type RunRequest struct {
 	InstanceRef
-	Name       string // the run's name (layout.Instance.Cmd)
+	Name       string // the command's name (layout.Instance.Command)
 	Generation uint64
 	Argv       []string
 	// Stdout and Stderr receive the command's two streams, apart, as
@@ -81,7 +81,7 @@ const proofBudget = 30 * time.Second
 // it returns only once the run's cgroup is proven empty or the proof
 // failed (Kill says which). A proven run leaves no file behind.
 func (n *Node) Run(ctx context.Context, req RunRequest) RunResult {
-	ref := Ref{InstanceRef: req.InstanceRef, Role: layout.RoleCmd, Run: req.Name}
+	ref := Ref{InstanceRef: req.InstanceRef, Role: layout.RoleCommand, Command: req.Name}
 	res, p, closeStreams := n.startRun(ctx, ref, req)
 	if res.Start.Kind == outcome.NotStarted {
 		return res
@@ -110,8 +110,8 @@ func (n *Node) Run(ctx context.Context, req RunRequest) RunResult {
 // startRun prepares the run's slot, binds its two stream sockets and
 // starts its unit, serialised with the Instance's other starts. A run
 // started is held; closeStreams waits for its output and lets go of it.
-func (n *Node) startRun(ctx context.Context, ref Ref, req RunRequest) (res RunResult, p layout.Proc, closeStreams func() error) {
-	notStarted := func(err error) (RunResult, layout.Proc, func() error) {
+func (n *Node) startRun(ctx context.Context, ref Ref, req RunRequest) (res RunResult, p layout.Slot, closeStreams func() error) {
+	notStarted := func(err error) (RunResult, layout.Slot, func() error) {
 		res.Start.Kind, res.Start.Cause = outcome.NotStarted, err
 		return res, p, nil
 	}
@@ -157,7 +157,7 @@ func (n *Node) startRun(ctx context.Context, ref Ref, req RunRequest) (res RunRe
 
 // prepareRun checks that the run's slot is free and prepares it from its
 // generation's launch file.
-func (n *Node) prepareRun(ctx context.Context, ref Ref, p layout.Proc, req RunRequest) (*prepare.Result, launch.File, error) {
+func (n *Node) prepareRun(ctx context.Context, ref Ref, p layout.Slot, req RunRequest) (*prepare.Result, launch.File, error) {
 	li := p.Instance()
 	g, err := li.Generation(req.Generation)
 	if err != nil {
@@ -186,7 +186,7 @@ func (n *Node) prepareRun(ctx context.Context, ref Ref, p layout.Proc, req RunRe
 		app = launch.Identity{User: lf.Identity.User, UID: lf.UserNamespace.UID, GID: lf.UserNamespace.GID, Groups: []int{lf.UserNamespace.GID}}
 	}
 	pr, err := prepare.Prepare(prepare.Request{
-		Instance: li, Host: lf.Host, Role: layout.RoleCmd, Generation: req.Generation, Name: req.Name,
+		Instance: li, Host: lf.Host, Role: layout.RoleCommand, Generation: req.Generation, Name: req.Name,
 		SocketGID: n.cfg.SocketGID, App: app, RootInUserNamespace: userns, Logger: n.cfg.Log,
 		AllowMetadata: len(lf.NetworkDeny) == 0,
 	})
@@ -197,7 +197,7 @@ func (n *Node) prepareRun(ctx context.Context, ref Ref, p layout.Proc, req RunRe
 }
 
 // listenStreams binds the run's stdin, stdout and stderr sockets afresh.
-func listenStreams(p layout.Proc, req RunRequest) (in *logs.Feed, out, errs *logs.Stream, err error) {
+func listenStreams(p layout.Slot, req RunRequest) (in *logs.Feed, out, errs *logs.Stream, err error) {
 	for _, path := range []string{p.InSocket(), p.LogSocket(), p.ErrLogSocket()} {
 		if err := removeFile(path); err != nil {
 			return nil, nil, nil, fmt.Errorf("node: stale run socket: %w", err)
@@ -220,7 +220,7 @@ func listenStreams(p layout.Proc, req RunRequest) (in *logs.Feed, out, errs *log
 
 // waitEmpty reports true once the run's cgroup is empty, false when ctx
 // ended first.
-func (n *Node) waitEmpty(ctx context.Context, p layout.Proc) bool {
+func (n *Node) waitEmpty(ctx context.Context, p layout.Slot) bool {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	empty, err := n.cfg.Backend.WatchEmpty(wctx, p)
@@ -237,7 +237,7 @@ func (n *Node) waitEmpty(ctx context.Context, p layout.Proc) bool {
 }
 
 // pollEmpty is waitEmpty without a watch.
-func (n *Node) pollEmpty(ctx context.Context, p layout.Proc) bool {
+func (n *Node) pollEmpty(ctx context.Context, p layout.Slot) bool {
 	t := time.NewTicker(100 * time.Millisecond)
 	defer t.Stop()
 	for {

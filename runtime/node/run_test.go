@@ -126,7 +126,7 @@ func TestRun(t *testing.T) {
 			Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}}); res.Start.Kind != outcome.NotStarted || !errors.As(res.Start.Cause, &pe) {
 			t.Errorf("against a generation that never was: %v (%v)", res.Start.Kind, res.Start.Cause)
 		}
-		if res, _, _ := run(ctx, "Bad_Name", "/bin/true"); res.Start.Kind != outcome.NotStarted || !errors.Is(res.Start.Cause, layout.ErrBadRunName) {
+		if res, _, _ := run(ctx, "Bad_Name", "/bin/true"); res.Start.Kind != outcome.NotStarted || !errors.Is(res.Start.Cause, layout.ErrBadCommandName) {
 			t.Errorf("bad name: %v (%v)", res.Start.Kind, res.Start.Cause)
 		}
 	})
@@ -140,7 +140,7 @@ func (e *env) expectForgotten(t *testing.T, inst InstanceRef, name string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := li.Cmd(name)
+	p, err := li.Command(name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +157,7 @@ func (e *env) expectForgotten(t *testing.T, inst InstanceRef, name string) {
 		t.Fatal(err)
 	}
 	for _, r := range refs {
-		if r.Role == layout.RoleCmd && r.Run == p.RunName() {
+		if r.Role == layout.RoleCommand && r.Command == p.CommandName() {
 			t.Errorf("run %s still listed", name)
 		}
 	}

@@ -221,18 +221,18 @@ func (n *Node) layoutOf(inst InstanceRef) (layout.Instance, error) {
 	return li, nil
 }
 
-func (n *Node) procOf(ref Ref) (layout.Proc, error) {
+func (n *Node) procOf(ref Ref) (layout.Slot, error) {
 	li, err := n.layoutOf(ref.InstanceRef)
 	if err != nil {
-		return layout.Proc{}, err
+		return layout.Slot{}, err
 	}
 	named := ref.Sidecar
-	if ref.Role == layout.RoleCmd {
-		named = ref.Run
+	if ref.Role == layout.RoleCommand {
+		named = ref.Command
 	}
 	p, err := li.Slot(ref.Role, ref.Generation, named)
 	if err != nil {
-		return layout.Proc{}, fmt.Errorf("node: %s/%s %s %d %q: %w", ref.Namespace, ref.Name, ref.Role, ref.Generation, named, err)
+		return layout.Slot{}, fmt.Errorf("node: %s/%s %s %d %q: %w", ref.Namespace, ref.Name, ref.Role, ref.Generation, named, err)
 	}
 	return p, nil
 }

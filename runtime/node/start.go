@@ -50,7 +50,7 @@ func (n *Node) Start(ctx context.Context, req StartRequest) StartResult {
 	n.mu.Lock()
 	_, held := in.slots[req.Ref]
 	n.mu.Unlock()
-	if held || !st.Gone() || (p.Role() == layout.RoleRun && st.Loaded) {
+	if held || !st.Gone() || (p.Role() == layout.RoleApp && st.Loaded) {
 		// A generation is never started twice; a role is started again
 		// only once its last run is gone and the Node let go of it.
 		res.Start = st.StartOutcome()
@@ -86,7 +86,7 @@ func (n *Node) Start(ctx context.Context, req StartRequest) StartResult {
 	for _, w := range pr.Warnings {
 		res.Warnings = append(res.Warnings, w.Error())
 	}
-	if req.Activated && p.Role() == layout.RoleRun {
+	if req.Activated && p.Role() == layout.RoleApp {
 		if pr.Listen, err = n.offerListener(ctx, in, p.Instance(), p, req.Ref); err != nil {
 			pr.Close()
 			return notPrepared(fmt.Errorf("node: listening socket of %s: %w", res.Unit, err))

@@ -21,7 +21,7 @@ func BenchmarkPrepare(b *testing.B) {
 
 func benchPrepare(b *testing.B, runParent string) {
 	f := newFixtureAt(b, runParent)
-	req := f.request(layout.RoleRun, 1)
+	req := f.request(layout.RoleApp, 1)
 	took := make([]time.Duration, 0, b.N)
 	for b.Loop() {
 		start := time.Now()

@@ -25,7 +25,7 @@ func TestDataDirSymlinkRefused(t *testing.T) {
 	if err := os.Symlink(outside, f.inst.DataDir()); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Prepare(f.request(layout.RoleRun, 1))
+	_, err := Prepare(f.request(layout.RoleApp, 1))
 	if !errors.Is(err, instancefs.ErrSymlink) {
 		t.Fatalf("got %v, want ErrSymlink", err)
 	}
@@ -48,7 +48,7 @@ func TestDataDirParentSymlinkRefused(t *testing.T) {
 	if err := os.Symlink(outside, nsDir); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Prepare(f.request(layout.RoleRun, 1)); !errors.Is(err, instancefs.ErrSymlink) {
+	if _, err := Prepare(f.request(layout.RoleApp, 1)); !errors.Is(err, instancefs.ErrSymlink) {
 		t.Fatalf("got %v, want ErrSymlink", err)
 	}
 	if entries, _ := os.ReadDir(outside); len(entries) != 0 {

@@ -64,7 +64,7 @@ func mergeEnv(spec, refs, platform map[string]string) (map[string]string, map[st
 }
 
 // platformEnv is what unitlet tells every process of the instance.
-func platformEnv(req Request, p layout.Proc, token, appSocket string) map[string]string {
+func platformEnv(req Request, p layout.Slot, token, appSocket string) map[string]string {
 	inst := p.Instance()
 	m := map[string]string{
 		EnvAdminToken: token,

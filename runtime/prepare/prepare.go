@@ -35,7 +35,7 @@ type Request struct {
 	// generation it runs against (its env comes from that launch file);
 	// 0 for seed and sidecar.
 	Generation uint64
-	// Name is the sidecar's or the run's name (roles sidecar and cmd).
+	// Name is the sidecar's or the command's name.
 	Name string
 	// SocketGID owns the run dir and sockets (so a proxy in that group can
 	// connect); -1 leaves them root's.
@@ -65,7 +65,7 @@ type Request struct {
 
 // Result is a prepared role or generation. Close releases what it holds.
 type Result struct {
-	Proc layout.Proc
+	Proc layout.Slot
 	Env  map[string]string
 	// Layers says for each key of Env which layer it came from, decided by
 	// the same env file read that produced Env.
@@ -128,17 +128,17 @@ func Prepare(req Request) (res *Result, err error) {
 	res = &Result{}
 	res.Timings.begin(time.Now())
 	nameGen := req.Generation
-	if req.Role != layout.RoleRun {
+	if req.Role != layout.RoleApp {
 		nameGen = 0 // a cmd's own names are not keyed by its generation
 	}
 	p, err := req.Instance.Slot(req.Role, nameGen, req.Name)
 	if err != nil {
 		return nil, err
 	}
-	if req.Role == layout.RoleCmd && req.Generation == 0 {
+	if req.Role == layout.RoleCommand && req.Generation == 0 {
 		return nil, fmt.Errorf("cmd role: %w: the generation it runs against is needed", layout.ErrNotAGeneration)
 	}
-	if req.Role != layout.RoleCmd && req.LogFile == nil {
+	if req.Role != layout.RoleCommand && req.LogFile == nil {
 		return nil, errors.New("prepare: no log file")
 	}
 	res.Proc, res.identity, res.userns = p, req.App, req.RootInUserNamespace
@@ -168,7 +168,7 @@ func Prepare(req Request) (res *Result, err error) {
 	}
 	res.Timings.mark(StepExitRecords)
 
-	if req.Role == layout.RoleRun {
+	if req.Role == layout.RoleApp {
 		if err := removeStale(dirs.gen, layout.AppSocketName); err != nil {
 			return res, fmt.Errorf("stale app socket: %w", err)
 		}
@@ -177,7 +177,7 @@ func Prepare(req Request) (res *Result, err error) {
 		res.Timings.mark(StepControlSocket)
 	}
 
-	if req.Role != layout.RoleCmd {
+	if req.Role != layout.RoleCommand {
 		if res.Logs, err = listenLogs(req, p, dirs); err != nil {
 			return res, err
 		}
@@ -189,9 +189,9 @@ func Prepare(req Request) (res *Result, err error) {
 // prepareEnv sets res.Env: a cmd's from its generation's launch file,
 // every other role's merged from the spec, the referenced data and the
 // platform's variables (with the admin token, minted once).
-func prepareEnv(req Request, p layout.Proc, res *Result) error {
+func prepareEnv(req Request, p layout.Slot, res *Result) error {
 	inst := req.Instance
-	if req.Role == layout.RoleCmd {
+	if req.Role == layout.RoleCommand {
 		return cmdEnv(res, inst, req.Generation)
 	}
 	token, err := ensureToken(inst)
@@ -214,7 +214,7 @@ func prepareEnv(req Request, p layout.Proc, res *Result) error {
 }
 
 // listenLogs binds the slot's log socket afresh (and its FIFO).
-func listenLogs(req Request, p layout.Proc, dirs openDirs) (*logs.Listener, error) {
+func listenLogs(req Request, p layout.Slot, dirs openDirs) (*logs.Listener, error) {
 	inst := req.Instance
 	sock := p.LogSocket()
 	if err := removeStale(dirs.log, filepath.Base(sock)); err != nil {
@@ -245,7 +245,7 @@ func (d openDirs) close() {
 	}
 }
 
-func makeDirs(req Request, p layout.Proc) (d openDirs, err error) {
+func makeDirs(req Request, p layout.Slot) (d openDirs, err error) {
 	defer func() {
 		if err != nil {
 			d.close()
@@ -324,7 +324,7 @@ func cmdEnv(res *Result, inst layout.Instance, gen uint64) error {
 	for k := range res.Env {
 		res.Layers[k] = LayerLaunch
 	}
-	res.Env[EnvRole], res.Layers[EnvRole] = string(layout.RoleCmd), LayerPlatform
+	res.Env[EnvRole], res.Layers[EnvRole] = string(layout.RoleCommand), LayerPlatform
 	res.Timings.mark(StepEnv)
 	return nil
 }
@@ -359,7 +359,7 @@ func readDirNames(d *os.File) ([]string, error) {
 // bindControl binds the control socket next to the generation's app
 // socket. A failure is a warning: the app runs without control verbs, and
 // its env no longer names a socket nobody listens on.
-func bindControl(req Request, p layout.Proc, dirs openDirs, res *Result) {
+func bindControl(req Request, p layout.Slot, dirs openDirs, res *Result) {
 	srv, err := listenControl(req, p)
 	if err != nil {
 		res.Warnings = append(res.Warnings, fmt.Errorf("%w (running without control verbs)", err))
@@ -374,13 +374,13 @@ func bindControl(req Request, p layout.Proc, dirs openDirs, res *Result) {
 // generation this agent adopted (it did not prepare it): the socket its
 // env names died with the agent that bound it. req needs Instance, Host,
 // Fence, State, Logger, App and SocketGID.
-func ListenControl(req Request, p layout.Proc) (*control.Server, error) {
+func ListenControl(req Request, p layout.Slot) (*control.Server, error) {
 	return listenControl(req, p)
 }
 
 // listenControl binds the control socket in the generation dir, owned
 // by the app and the socket group, staged in the run dir (root's).
-func listenControl(req Request, p layout.Proc) (*control.Server, error) {
+func listenControl(req Request, p layout.Slot) (*control.Server, error) {
 	inst := req.Instance
 	app, _ := inst.AppSocket(p.Generation())
 	path := layout.ControlSocket(app)

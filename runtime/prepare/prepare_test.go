@@ -89,7 +89,7 @@ func prepareOK(t testing.TB, req Request) *Result {
 
 func TestPrepareRunRole(t *testing.T) {
 	f := newFixture(t)
-	res := prepareOK(t, f.request(layout.RoleRun, 1))
+	res := prepareOK(t, f.request(layout.RoleApp, 1))
 	if len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0].Error(), "UNITLET_GENERATION from layer spec ignored") {
 		t.Fatalf("warnings: %v, want one for the spoofed UNITLET_GENERATION", res.Warnings)
 	}
@@ -199,7 +199,7 @@ func TestAdminTokenMintedOnce(t *testing.T) {
 	f := newFixture(t)
 	first := prepareOK(t, f.request(layout.RoleSeed, 0))
 	first.Close()
-	second := prepareOK(t, f.request(layout.RoleRun, 1))
+	second := prepareOK(t, f.request(layout.RoleApp, 1))
 	if first.Env[EnvAdminToken] != second.Env[EnvAdminToken] {
 		t.Fatal("token minted again")
 	}
@@ -240,7 +240,7 @@ func TestSeedAndSidecarGetNoControlOrAppSocket(t *testing.T) {
 
 func TestCmdRoleTakesGenerationLaunchEnv(t *testing.T) {
 	f := newFixture(t)
-	run := prepareOK(t, f.request(layout.RoleRun, 2))
+	run := prepareOK(t, f.request(layout.RoleApp, 2))
 	if err := run.WriteLaunch("shop.example.com", []string{"/bin/app", "--listen", "$(UNITLET_APP_SOCKET)", "$$(A)"}, ""); err != nil {
 		t.Fatal(err)
 	}
@@ -263,7 +263,7 @@ func TestCmdRoleTakesGenerationLaunchEnv(t *testing.T) {
 	if err := os.WriteFile(f.inst.EnvFile(), []byte("not an env file\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	req := f.request(layout.RoleCmd, 2)
+	req := f.request(layout.RoleCommand, 2)
 	req.Name = "run-1"
 	res := prepareOK(t, req)
 	want := maps.Clone(run.Env)
@@ -294,7 +294,7 @@ func TestEnvFileSymlinkRefused(t *testing.T) {
 	if err := os.Symlink(shadow, f.inst.EnvFile()); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Prepare(f.request(layout.RoleRun, 1))
+	_, err := Prepare(f.request(layout.RoleApp, 1))
 	if !errors.Is(err, instancefs.ErrSymlink) {
 		t.Fatalf("got %v, want ErrSymlink", err)
 	}
@@ -315,7 +315,7 @@ func TestAdminTokenMovedFromTheDataDir(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(f.inst.DataDir(), layout.EnvFileName), []byte(EnvAdminToken+"="+old+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	res := prepareOK(t, f.request(layout.RoleRun, 1))
+	res := prepareOK(t, f.request(layout.RoleApp, 1))
 	if res.Env[EnvAdminToken] != old {
 		t.Errorf("token %q, want the old one", res.Env[EnvAdminToken])
 	}
@@ -333,7 +333,7 @@ func TestEnvFileTooLarge(t *testing.T) {
 	if err := os.WriteFile(f.inst.EnvFile(), big, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Prepare(f.request(layout.RoleRun, 1)); !errors.Is(err, instancefs.ErrTooLarge) {
+	if _, err := Prepare(f.request(layout.RoleApp, 1)); !errors.Is(err, instancefs.ErrTooLarge) {
 		t.Fatalf("got %v, want ErrTooLarge", err)
 	}
 	assertNoListeners(t, f, 1)
@@ -347,7 +347,7 @@ func TestMalformedEnvFileNamesLine(t *testing.T) {
 	if err := os.WriteFile(f.inst.EnvFile(), []byte("A=1\n# ok\nnot a pair\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Prepare(f.request(layout.RoleRun, 1))
+	_, err := Prepare(f.request(layout.RoleApp, 1))
 	var le *instancefs.EnvLineError
 	if !errors.As(err, &le) || le.Line != 3 {
 		t.Fatalf("got %v, want an error naming line 3", err)
@@ -386,7 +386,7 @@ func TestDataDirHandedOverToTheApp(t *testing.T) {
 	if err := os.Symlink(outside, filepath.Join(f.inst.DataDir(), "link")); err != nil {
 		t.Fatal(err)
 	}
-	prepareOK(t, f.request(layout.RoleRun, 1))
+	prepareOK(t, f.request(layout.RoleApp, 1))
 	for _, p := range []string{"db", "db/wal", "db/wal/000001", "link"} {
 		var st unix.Stat_t
 		if err := unix.Lstat(filepath.Join(f.inst.DataDir(), p), &st); err != nil {
@@ -420,7 +420,7 @@ func TestLaunchFileWorld(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			f := newFixture(t)
-			req := f.request(layout.RoleRun, 1)
+			req := f.request(layout.RoleApp, 1)
 			req.AllowMetadata, req.RootInUserNamespace = tc.allowMetadata, tc.rootInUserNS
 			res := prepareOK(t, req)
 			if err := res.WriteLaunch("shop.example.com", []string{"/bin/app"}, ""); err != nil {

@@ -30,7 +30,7 @@ func TestStaleExitRecordsOfThisGenerationOnly(t *testing.T) {
 	for _, n := range names {
 		touch(t, filepath.Join(f.inst.ExitDir(), n))
 	}
-	prepareOK(t, f.request(layout.RoleRun, 1))
+	prepareOK(t, f.request(layout.RoleApp, 1))
 	var left []string
 	entries, _ := os.ReadDir(f.inst.ExitDir())
 	for _, e := range entries {
@@ -62,7 +62,7 @@ func TestStaleAppSocketRemovedOnlyThatPath(t *testing.T) {
 	if err := os.Symlink(filepath.Join("g2", layout.AppSocketName), f.inst.StableSocket()); err != nil {
 		t.Fatal(err)
 	}
-	prepareOK(t, f.request(layout.RoleRun, 1))
+	prepareOK(t, f.request(layout.RoleApp, 1))
 	if _, err := os.Lstat(g1); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("stale g1 socket still there: %v", err)
 	}
@@ -79,7 +79,7 @@ func TestControlBindFailureIsWarning(t *testing.T) {
 	// A non-empty directory where the control socket goes: it cannot be
 	// removed as stale and the bind fails.
 	touch(t, filepath.Join(layout.ControlSocket(app), "blocker"))
-	res := prepareOK(t, f.request(layout.RoleRun, 1))
+	res := prepareOK(t, f.request(layout.RoleApp, 1))
 	if res.Control != nil {
 		t.Fatal("control server despite the failed bind")
 	}
@@ -104,7 +104,7 @@ func TestFailureClosesEverything(t *testing.T) {
 	// The log socket path is a non-empty directory: the last step fails
 	// after the control socket was bound.
 	touch(t, filepath.Join(p.LogSocket(), "blocker"))
-	res, err := Prepare(f.request(layout.RoleRun, 1))
+	res, err := Prepare(f.request(layout.RoleApp, 1))
 	if err == nil {
 		res.Close()
 		t.Fatal("prepare succeeded")

@@ -81,7 +81,7 @@ func logSocket(t *testing.T, maxBytes int64) (string, string) {
 	}
 	t.Cleanup(func() { file.Close() })
 	l, err := logs.Listen(filepath.Join(dir, "g1.sock"), logs.Options{
-		Labels: logs.Labels{Namespace: "ns", Name: "web", Host: "shop.example.com", Role: layout.RoleRun, Generation: 1},
+		Labels: logs.Labels{Namespace: "ns", Name: "web", Host: "shop.example.com", Role: layout.RoleApp, Generation: 1},
 		File:   file,
 	})
 	if err != nil {
@@ -349,7 +349,7 @@ func TestExecOutputIntoFIFO(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	l, err := logs.Listen(filepath.Join(dir, "g1.sock"), logs.Options{
-		Labels: logs.Labels{Namespace: "ns", Name: "web", Role: layout.RoleRun, Generation: 1},
+		Labels: logs.Labels{Namespace: "ns", Name: "web", Role: layout.RoleApp, Generation: 1},
 		File:   file, FIFO: fifo,
 	})
 	if err != nil {

@@ -13,12 +13,12 @@ import (
 // Spec is one unit to start: which process slot (its names all come from
 // layout), its own limits and how long a graceful stop may take.
 type Spec struct {
-	Proc layout.Proc
+	Proc layout.Slot
 	// Tier is the unit's own limit; zero for roles that share the
 	// instance parent's limit (seed, sidecar).
 	Tier cgroups.Tier
 	// Parent is the instance parent's limit (the slice), set before the
-	// unit starts. A run (role cmd) has none: it runs inside the parent
+	// unit starts. A command has none: it runs inside the parent
 	// as it is, under the Instance's tier, and is refused when there is
 	// no parent; its zero Parent would otherwise lift every limit.
 	Parent cgroups.Tier
@@ -42,7 +42,7 @@ type Status struct {
 	Exit         *outcome.Exit // set once the main process has exited
 	// Proc is the process slot the unit belongs to, when its name or
 	// records map back to one (nil otherwise: re-adopt it by hand).
-	Proc *layout.Proc
+	Proc *layout.Slot
 	// Uncertain: a start was handed off, and neither a live process nor
 	// a record shows what became of it. It may have run.
 	Uncertain bool
@@ -87,15 +87,15 @@ type Backend interface {
 	// outcome.StartKind.
 	Start(ctx context.Context, spec Spec) outcome.Start
 	// Stop asks the unit to stop: SIGTERM, then a kill after its grace.
-	Stop(ctx context.Context, p layout.Proc) error
+	Stop(ctx context.Context, p layout.Slot) error
 	// Kill kills every process of the unit outright.
-	Kill(ctx context.Context, p layout.Proc) error
+	Kill(ctx context.Context, p layout.Slot) error
 	// Prove stops the unit and proves it gone (stop answered, unit
 	// inactive, cgroup empty) within the backend's proof budget and
 	// never past its shutdown. A proof cut short is Unproven.
-	Prove(ctx context.Context, p layout.Proc) outcome.Kill
+	Prove(ctx context.Context, p layout.Slot) outcome.Kill
 	// Observe reads the unit's state now.
-	Observe(ctx context.Context, p layout.Proc) (Status, error)
+	Observe(ctx context.Context, p layout.Slot) (Status, error)
 	// List returns every unit this backend owns, for re-adoption after
 	// an agent restart.
 	List(ctx context.Context) ([]Status, error)
@@ -118,10 +118,10 @@ type Backend interface {
 	RemoveParent(ctx context.Context, inst layout.Instance) error
 	// Populated reports whether p's cgroup holds a process; st is p's
 	// status as just observed.
-	Populated(ctx context.Context, p layout.Proc, st Status) (bool, error)
+	Populated(ctx context.Context, p layout.Slot, st Status) (bool, error)
 	// WatchEmpty is closed once p's cgroup is empty (its process exited
 	// or was killed); the watch ends with ctx.
-	WatchEmpty(ctx context.Context, p layout.Proc) (<-chan struct{}, error)
+	WatchEmpty(ctx context.Context, p layout.Slot) (<-chan struct{}, error)
 	// Close lets go of connections and idle helpers. Units keep running:
 	// a new backend re-adopts them.
 	Close()

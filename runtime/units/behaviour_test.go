@@ -114,21 +114,21 @@ func TestStopKillProve(t *testing.T) {
 		argv  []string
 		grace time.Duration
 		// act is what ends the unit before the proof.
-		act func(ctx context.Context, b Backend, p layout.Proc) error
+		act func(ctx context.Context, b Backend, p layout.Slot) error
 		// minTook is the least the act may take.
 		minTook time.Duration
 	}{
 		"stop ends an app that obeys SIGTERM": {
 			argv: []string{"/bin/sleep", "1000"}, grace: 10 * time.Second,
-			act: func(ctx context.Context, b Backend, p layout.Proc) error { return b.Stop(ctx, p) },
+			act: func(ctx context.Context, b Backend, p layout.Slot) error { return b.Stop(ctx, p) },
 		},
 		"stop kills an app that ignores SIGTERM after the grace": {
 			argv: []string{"/bin/sh", "-c", ignoreTerm}, grace: 300 * time.Millisecond, minTook: 300 * time.Millisecond,
-			act: func(ctx context.Context, b Backend, p layout.Proc) error { return b.Stop(ctx, p) },
+			act: func(ctx context.Context, b Backend, p layout.Slot) error { return b.Stop(ctx, p) },
 		},
 		"kill ends an app that ignores SIGTERM at once": {
 			argv: []string{"/bin/sh", "-c", ignoreTerm}, grace: time.Hour,
-			act: func(ctx context.Context, b Backend, p layout.Proc) error { return b.Kill(ctx, p) },
+			act: func(ctx context.Context, b Backend, p layout.Slot) error { return b.Kill(ctx, p) },
 		},
 	}
 	eachCase(t, tests, func(t *testing.T, be testBackend, i int, name string) {
@@ -225,7 +225,7 @@ func TestExitRecords(t *testing.T) {
 }
 
 // waitGone polls until the unit is gone.
-func waitGone(ctx context.Context, t *testing.T, b Backend, p layout.Proc) Status {
+func waitGone(ctx context.Context, t *testing.T, b Backend, p layout.Slot) Status {
 	t.Helper()
 	for {
 		st, err := b.Observe(ctx, p)

@@ -237,7 +237,7 @@ func (b *Direct) claim(spec Spec) (claimed, error) {
 	}
 	// A run joins the parent as it is (see Spec.Parent): where there is
 	// none, its child is refused.
-	if p.Role() != layout.RoleCmd {
+	if p.Role() != layout.RoleCommand {
 		if err := m.EnsureParent(spec.Parent); err != nil {
 			return claimed{}, fmt.Errorf("units: %s: %w", unit, err)
 		}

@@ -22,7 +22,7 @@ type records struct {
 	exit  *record.Exit
 }
 
-func readRecords(p layout.Proc) (records, error) {
+func readRecords(p layout.Slot) (records, error) {
 	dir := p.Instance().ExitDir()
 	var rs records
 	var s record.Start
@@ -49,7 +49,7 @@ func readRecords(p layout.Proc) (records, error) {
 }
 
 // Observe reads the unit's state from its records and its cgroup.
-func (b *Direct) Observe(ctx context.Context, p layout.Proc) (Status, error) {
+func (b *Direct) Observe(ctx context.Context, p layout.Slot) (Status, error) {
 	child, err := p.Cgroup()
 	if err != nil {
 		return Status{}, err
@@ -82,7 +82,7 @@ func (b *Direct) Observe(ctx context.Context, p layout.Proc) (Status, error) {
 // attachExecFailure adds to e, an exit of p, the exec failure the
 // trampoline recorded, if any: the command, not the app, ended it. A
 // record that cannot be read leaves e as it was.
-func attachExecFailure(p layout.Proc, e *outcome.Exit) {
+func attachExecFailure(p layout.Slot, e *outcome.Exit) {
 	if e == nil {
 		return
 	}
@@ -94,7 +94,7 @@ func attachExecFailure(p layout.Proc, e *outcome.Exit) {
 // statusOf reads the state in systemd's words, from the strongest
 // evidence down: an exit record, a live cgroup, a pid record, a start
 // record.
-func statusOf(p layout.Proc, cgroup string, rs records, live bool) Status {
+func statusOf(p layout.Slot, cgroup string, rs records, live bool) Status {
 	pc := p
 	st := Status{Unit: p.UnitName(), Cgroup: cgroup, Proc: &pc}
 	if rs.start == nil && rs.pid == nil && rs.exit == nil && !live {

@@ -46,7 +46,7 @@ func (b *Direct) RemoveParent(_ context.Context, inst layout.Instance) error {
 
 // Populated reads p's cgroup: the status alone cannot say, since a
 // process that left the unit's main process behind still holds it.
-func (b *Direct) Populated(_ context.Context, p layout.Proc, _ Status) (bool, error) {
+func (b *Direct) Populated(_ context.Context, p layout.Slot, _ Status) (bool, error) {
 	m, child, err := b.child(p)
 	if err != nil {
 		return false, err
@@ -59,7 +59,7 @@ func (b *Direct) Populated(_ context.Context, p layout.Proc, _ Status) (bool, er
 }
 
 // WatchEmpty is the manager's watch of p's cgroup.
-func (b *Direct) WatchEmpty(ctx context.Context, p layout.Proc) (<-chan struct{}, error) {
+func (b *Direct) WatchEmpty(ctx context.Context, p layout.Slot) (<-chan struct{}, error) {
 	m, child, err := b.child(p)
 	if err != nil {
 		return nil, err
@@ -67,7 +67,7 @@ func (b *Direct) WatchEmpty(ctx context.Context, p layout.Proc) (<-chan struct{}
 	return m.WatchEmpty(ctx, child)
 }
 
-func (b *Direct) child(p layout.Proc) (cgroups.Manager, string, error) {
+func (b *Direct) child(p layout.Slot) (cgroups.Manager, string, error) {
 	m, err := b.Manager(p.Instance())
 	if err != nil {
 		return nil, "", err

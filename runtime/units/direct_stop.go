@@ -20,7 +20,7 @@ import (
 // start's grace, then kills what is left and waits until it is empty.
 // When ctx ends first the kill still follows the grace, as a manager's
 // would.
-func (b *Direct) Stop(ctx context.Context, p layout.Proc) error {
+func (b *Direct) Stop(ctx context.Context, p layout.Slot) error {
 	m, child, rs, err := b.unit(p)
 	if err != nil {
 		return err
@@ -80,7 +80,7 @@ func (b *Direct) Stop(ctx context.Context, p layout.Proc) error {
 
 // Kill kills every process of the unit, its shim too, and waits until
 // its cgroup is seen empty.
-func (b *Direct) Kill(ctx context.Context, p layout.Proc) error {
+func (b *Direct) Kill(ctx context.Context, p layout.Slot) error {
 	m, child, _, err := b.unit(p)
 	if err != nil {
 		return err
@@ -93,7 +93,7 @@ func (b *Direct) Kill(ctx context.Context, p layout.Proc) error {
 
 // kill empties child; once proven, a unit whose shim died with it gets
 // the exit record the shim could not write.
-func (b *Direct) kill(ctx context.Context, p layout.Proc, m cgroups.Manager, child string) cgroups.Proof {
+func (b *Direct) kill(ctx context.Context, p layout.Slot, m cgroups.Manager, child string) cgroups.Proof {
 	proof := m.KillAndEmpty(ctx, child)
 	if !proof.Proven {
 		return proof
@@ -112,7 +112,7 @@ func (b *Direct) kill(ctx context.Context, p layout.Proc, m cgroups.Manager, chi
 // Prove stops the unit and proves it gone: the stop answered, the unit
 // no longer active, its cgroup seen empty. The emptied child is removed:
 // a generation never reuses a cgroup.
-func (b *Direct) Prove(ctx context.Context, p layout.Proc) outcome.Kill {
+func (b *Direct) Prove(ctx context.Context, p layout.Slot) outcome.Kill {
 	return b.proofs.run(ctx, func(ctx context.Context) outcome.Kill {
 		unit := p.UnitName()
 		m, child, _, err := b.unit(p)
@@ -157,7 +157,7 @@ func killReason(p cgroups.Proof, ctx context.Context) outcome.KillReason {
 	return outcome.CgroupNotEmpty
 }
 
-func (b *Direct) unit(p layout.Proc) (cgroups.Manager, string, records, error) {
+func (b *Direct) unit(p layout.Slot) (cgroups.Manager, string, records, error) {
 	child, err := p.Cgroup()
 	if err != nil {
 		return nil, "", records{}, err

@@ -30,7 +30,7 @@ var (
 
 // parentFiles reads the limits of p's instance parent (the slice, on
 // systemd) from its host cgroup files.
-func parentFiles(ctx context.Context, t *testing.T, be testBackend, b Backend, p layout.Proc) map[string]string {
+func parentFiles(ctx context.Context, t *testing.T, be testBackend, b Backend, p layout.Slot) map[string]string {
 	t.Helper()
 	st, err := b.Observe(ctx, p)
 	if err != nil || st.Cgroup == "" {
@@ -65,7 +65,7 @@ func startOrFail(ctx context.Context, t *testing.T, b Backend, spec Spec) {
 	t.Cleanup(func() { b.Prove(context.Background(), spec.Proc) })
 }
 
-// A run (a role cmd unit, started with no parent tier as Node.Run starts
+// A run (a command's unit, started with no parent tier as Node.Run starts
 // it) beside a running generation leaves the parent at the Instance's
 // tier, whether the agent that runs it started the generation or was
 // restarted since.
@@ -89,7 +89,7 @@ func TestRunKeepsParentLimits(t *testing.T) {
 		if tests[name].restarted {
 			b = be.new(t, 10*time.Second)
 		}
-		run := makeSlot(t, be.lay, inst, func(li layout.Instance) (layout.Proc, error) { return li.Cmd("once") }, "/bin/sleep", "1000")
+		run := makeSlot(t, be.lay, inst, func(li layout.Instance) (layout.Slot, error) { return li.Command("once") }, "/bin/sleep", "1000")
 		startOrFail(ctx, t, b, Spec{Proc: run, Grace: time.Second})
 		if diff := cmp.Diff(tierFiles(parentTier), parentFiles(ctx, t, be, b, g1)); diff != "" {
 			t.Errorf("parent beside the run (-want,+got):\n%s", diff)
@@ -105,7 +105,7 @@ func TestRunNeedsTheInstanceParent(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		b := be.new(t, 10*time.Second)
-		run := makeSlot(t, be.lay, fmt.Sprintf("noparent%d", i), func(li layout.Instance) (layout.Proc, error) { return li.Cmd("once") }, "/bin/true")
+		run := makeSlot(t, be.lay, fmt.Sprintf("noparent%d", i), func(li layout.Instance) (layout.Slot, error) { return li.Command("once") }, "/bin/true")
 		got := b.Start(ctx, Spec{Proc: run, Grace: time.Second})
 		t.Cleanup(func() { b.Prove(context.Background(), run) })
 		if got.Kind != outcome.NotStarted {
@@ -157,7 +157,7 @@ func TestOverlapRaiseOutlivesTheAgent(t *testing.T) {
 		old := be.new(t, 10*time.Second)
 		g1 := makeProc(t, be.lay, inst, 1, "/bin/sleep", "1000")
 		g2 := makeProc(t, be.lay, inst, 2, "/bin/sleep", "1000")
-		side := makeSlot(t, be.lay, inst, func(li layout.Instance) (layout.Proc, error) { return li.Sidecar("side") }, "/bin/sleep", "1000")
+		side := makeSlot(t, be.lay, inst, func(li layout.Instance) (layout.Slot, error) { return li.Sidecar("side") }, "/bin/sleep", "1000")
 		startOrFail(ctx, t, old, Spec{Proc: g1, Tier: genTier, Parent: parentTier, Grace: time.Second})
 		if err := old.RaiseParent(ctx, g1.Instance(), overlapTier); err != nil {
 			t.Fatal(err)

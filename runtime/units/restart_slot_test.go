@@ -26,8 +26,8 @@ func TestSlotStartsAgainAfterItsRunEnded(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		b := be.new(t, 10*time.Second)
-		sidecar := func(argv ...string) layout.Proc {
-			return makeSlot(t, be.lay, "again", func(inst layout.Instance) (layout.Proc, error) {
+		sidecar := func(argv ...string) layout.Slot {
+			return makeSlot(t, be.lay, "again", func(inst layout.Instance) (layout.Slot, error) {
 				return inst.Sidecar(string(rune('a' + i)))
 			}, argv...)
 		}

@@ -202,7 +202,7 @@ func execFailed(st Status) bool {
 // Spec.Parent).
 func (b *Systemd) parentFor(ctx context.Context, c *sddbus.Conn, spec Spec) error {
 	inst := spec.Proc.Instance()
-	if spec.Proc.Role() != layout.RoleCmd {
+	if spec.Proc.Role() != layout.RoleCommand {
 		return b.ensureSlice(ctx, c, inst, spec.Parent)
 	}
 	st, err := b.observeSlice(ctx, c, inst.SliceName())

@@ -72,20 +72,20 @@ func (e *sdEnv) backend(t testing.TB, budget time.Duration) *Systemd {
 
 // proc prepares generation n of instance name: its dirs and a launch
 // file running argv.
-func (e *sdEnv) proc(t testing.TB, name string, n uint64, argv ...string) layout.Proc {
+func (e *sdEnv) proc(t testing.TB, name string, n uint64, argv ...string) layout.Slot {
 	t.Helper()
 	return makeProc(t, e.lay, name, n, argv...)
 }
 
 // makeProc prepares generation n of instance name under lay: its dirs
 // and a launch file running argv.
-func makeProc(t testing.TB, lay layout.Layout, name string, n uint64, argv ...string) layout.Proc {
+func makeProc(t testing.TB, lay layout.Layout, name string, n uint64, argv ...string) layout.Slot {
 	t.Helper()
-	return makeSlot(t, lay, name, func(i layout.Instance) (layout.Proc, error) { return i.Generation(n) }, argv...)
+	return makeSlot(t, lay, name, func(i layout.Instance) (layout.Slot, error) { return i.Generation(n) }, argv...)
 }
 
 // makeSlot is makeProc for the slot pick chooses in instance ns1/name.
-func makeSlot(t testing.TB, lay layout.Layout, name string, pick func(layout.Instance) (layout.Proc, error), argv ...string) layout.Proc {
+func makeSlot(t testing.TB, lay layout.Layout, name string, pick func(layout.Instance) (layout.Slot, error), argv ...string) layout.Slot {
 	t.Helper()
 	inst, err := lay.Instance("ns1", name)
 	if err != nil {

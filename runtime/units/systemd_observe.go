@@ -22,7 +22,7 @@ import (
 // Observe reads the unit's state now. Once the manager has forgotten how
 // a gone unit ended (a transient unit that succeeded is unloaded), its
 // exit record, written by ExecStopPost, still tells.
-func (b *Systemd) Observe(ctx context.Context, p layout.Proc) (Status, error) {
+func (b *Systemd) Observe(ctx context.Context, p layout.Slot) (Status, error) {
 	c, err := b.connection(ctx)
 	if err != nil {
 		return Status{}, err
@@ -95,12 +95,12 @@ func (b *Systemd) observe(ctx context.Context, c *sddbus.Conn, unit string) (Sta
 
 // List returns every unitlet service the manager has loaded.
 func (b *Systemd) List(ctx context.Context) ([]Status, error) {
-	return b.list(ctx, func(string, *layout.Proc) bool { return true })
+	return b.list(ctx, func(string, *layout.Slot) bool { return true })
 }
 
 // ListInstance is List for inst's services alone: only they are observed.
 func (b *Systemd) ListInstance(ctx context.Context, inst layout.Instance) ([]Status, error) {
-	return b.list(ctx, func(unit string, p *layout.Proc) bool {
+	return b.list(ctx, func(unit string, p *layout.Slot) bool {
 		if p != nil {
 			pi := p.Instance()
 			return pi.Namespace() == inst.Namespace() && pi.Name() == inst.Name()
@@ -111,7 +111,7 @@ func (b *Systemd) ListInstance(ctx context.Context, inst layout.Instance) ([]Sta
 
 // list observes each loaded unitlet service keep accepts, by its name and
 // the slot that name maps back to (nil when it maps to none).
-func (b *Systemd) list(ctx context.Context, keep func(unit string, p *layout.Proc) bool) ([]Status, error) {
+func (b *Systemd) list(ctx context.Context, keep func(unit string, p *layout.Slot) bool) ([]Status, error) {
 	c, err := b.connection(ctx)
 	if err != nil {
 		return nil, err
@@ -141,7 +141,7 @@ func (b *Systemd) list(ctx context.Context, keep func(unit string, p *layout.Pro
 
 // slotOf maps a unit's name back to its slot; a backend given no state
 // root maps none.
-func (b *Systemd) slotOf(unit string) (*layout.Proc, error) {
+func (b *Systemd) slotOf(unit string) (*layout.Slot, error) {
 	if b.cfg.Layout.StateRoot == "" {
 		return nil, nil
 	}
@@ -154,7 +154,7 @@ func (b *Systemd) slotOf(unit string) (*layout.Proc, error) {
 
 // Stop asks the unit to stop (SIGTERM, then SIGKILL after its grace) and
 // waits for the stop job. A unit the manager does not know is stopped.
-func (b *Systemd) Stop(ctx context.Context, p layout.Proc) error {
+func (b *Systemd) Stop(ctx context.Context, p layout.Slot) error {
 	c, err := b.connection(ctx)
 	if err != nil {
 		return err
@@ -182,7 +182,7 @@ func stopUnit(ctx context.Context, c *sddbus.Conn, unit string) error {
 }
 
 // Kill sends SIGKILL to every process of the unit now.
-func (b *Systemd) Kill(ctx context.Context, p layout.Proc) error {
+func (b *Systemd) Kill(ctx context.Context, p layout.Slot) error {
 	c, err := b.connection(ctx)
 	if err != nil {
 		return err
@@ -205,7 +205,7 @@ const proofPoll = 5 * time.Millisecond
 
 // Prove stops the unit and proves it gone: the stop answered, the unit
 // inactive, its cgroup empty in every hierarchy CgroupDirs names.
-func (b *Systemd) Prove(ctx context.Context, p layout.Proc) outcome.Kill {
+func (b *Systemd) Prove(ctx context.Context, p layout.Slot) outcome.Kill {
 	return b.proofs.run(ctx, func(ctx context.Context) outcome.Kill {
 		c, err := b.connection(ctx)
 		if err != nil {
@@ -224,7 +224,7 @@ func (b *Systemd) Prove(ctx context.Context, p layout.Proc) outcome.Kill {
 	})
 }
 
-func (b *Systemd) prove(ctx context.Context, c *sddbus.Conn, p layout.Proc) outcome.Kill {
+func (b *Systemd) prove(ctx context.Context, c *sddbus.Conn, p layout.Slot) outcome.Kill {
 	unit := p.UnitName()
 	// Where the unit's cgroup is: the slice's, which outlives the unit.
 	slice, err := b.observeSlice(ctx, c, p.Instance().SliceName())

@@ -60,12 +60,12 @@ func (b *Systemd) runningGenerations(ctx context.Context, inst layout.Instance) 
 
 // Populated goes by the manager's word: a unit not gone still holds its
 // cgroup (KillMode=control-group stops it whole; the proof reads it).
-func (b *Systemd) Populated(_ context.Context, _ layout.Proc, st Status) (bool, error) {
+func (b *Systemd) Populated(_ context.Context, _ layout.Slot, st Status) (bool, error) {
 	return !st.Gone(), nil
 }
 
 // WatchEmpty observes the unit until it is gone.
-func (b *Systemd) WatchEmpty(ctx context.Context, p layout.Proc) (<-chan struct{}, error) {
+func (b *Systemd) WatchEmpty(ctx context.Context, p layout.Slot) (<-chan struct{}, error) {
 	ch := make(chan struct{})
 	go func() {
 		t := time.NewTicker(pollEvery)

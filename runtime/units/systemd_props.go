@@ -109,7 +109,7 @@ func execStopPostPrivileged(argv []string) sddbus.Property {
 // held (the direct backend's shim holds that one instead). A run keeps
 // its sockets: its streams go to and come from its caller, and end with
 // it.
-func logFlags(p layout.Proc) []string {
+func logFlags(p layout.Slot) []string {
 	if f := p.LogFIFO(); f != "" {
 		return []string{"--log-fifo", f}
 	}

@@ -162,7 +162,7 @@ func TestSystemdRoleUnitSharesTheSlice(t *testing.T) {
 	if err := launch.Write(inst.PrivateDir(), side.LaunchFile(), f); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []layout.Proc{g1, side} {
+	for _, p := range []layout.Slot{g1, side} {
 		if got := b.Start(ctx, Spec{Proc: p}); got.Kind != outcome.Running {
 			t.Fatalf("start %s: %v (%v)", p.UnitName(), got.Kind, got.Cause)
 		}

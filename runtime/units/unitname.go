@@ -23,9 +23,9 @@ var ErrUnitName = errors.New("units: not an invertible unitlet unit name")
 //
 // This belongs in runtime/layout, next to UnitName; it lives here until
 // layout has it.
-func ParseUnitName(lay layout.Layout, name string) (layout.Proc, error) {
-	bad := func(why string) (layout.Proc, error) {
-		return layout.Proc{}, fmt.Errorf("%w: %q: %s", ErrUnitName, name, why)
+func ParseUnitName(lay layout.Layout, name string) (layout.Slot, error) {
+	bad := func(why string) (layout.Slot, error) {
+		return layout.Slot{}, fmt.Errorf("%w: %q: %s", ErrUnitName, name, why)
 	}
 	rest, ok := strings.CutPrefix(name, layout.UnitPrefix+"-")
 	if !ok {
@@ -41,19 +41,19 @@ func ParseUnitName(lay layout.Layout, name string) (layout.Proc, error) {
 	}
 	inst, err := lay.Instance(unit.UnitNameUnescape(parts[0]), unit.UnitNameUnescape(parts[1]))
 	if err != nil {
-		return layout.Proc{}, fmt.Errorf("%w: %q: %w", ErrUnitName, name, err)
+		return layout.Slot{}, fmt.Errorf("%w: %q: %w", ErrUnitName, name, err)
 	}
-	var p layout.Proc
+	var p layout.Slot
 	switch n, ok := layout.ParseGenerationCgroup(parts[2]); {
 	case len(parts) == 4:
 		p, err = inst.Slot(layout.Role(parts[2]), 0, unit.UnitNameUnescape(parts[3]))
 	case ok:
 		p, err = inst.Generation(n)
 	default:
-		p, err = inst.Proc(layout.Role(parts[2]), 0)
+		p, err = inst.RoleSlot(layout.Role(parts[2]), 0)
 	}
 	if err != nil {
-		return layout.Proc{}, fmt.Errorf("%w: %q: %w", ErrUnitName, name, err)
+		return layout.Slot{}, fmt.Errorf("%w: %q: %w", ErrUnitName, name, err)
 	}
 	if p.UnitName() != name {
 		return bad("does not name itself again")

@@ -19,14 +19,14 @@ func TestParseUnitNameInvertsUnitName(t *testing.T) {
 		Named    string // sidecar's or run's name
 	}
 	tests := map[string]slot{
-		"generation":           {"ns1", "web", layout.RoleRun, 3, ""},
-		"dashes and dots":      {"a-b", "c-d.e-f", layout.RoleRun, 18446744073709551615, ""},
+		"generation":           {"ns1", "web", layout.RoleApp, 3, ""},
+		"dashes and dots":      {"a-b", "c-d.e-f", layout.RoleApp, 18446744073709551615, ""},
 		"seed":                 {"x", "y", layout.RoleSeed, 0, ""},
 		"sidecar":              {"x-y", "z", layout.RoleSidecar, 0, "cache"},
 		"dashed sidecar":       {"x", "y-z", layout.RoleSidecar, 0, "log-shipper-2"},
 		"sidecar named seed":   {"x", "y", layout.RoleSidecar, 0, "seed"},
-		"run":                  {"x", "y-z", layout.RoleCmd, 0, "run-7f3a"},
-		"name that looks g<n>": {"g1", "g2", layout.RoleRun, 1, ""},
+		"run":                  {"x", "y-z", layout.RoleCommand, 0, "run-7f3a"},
+		"name that looks g<n>": {"g1", "g2", layout.RoleApp, 1, ""},
 	}
 	for name, want := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -42,7 +42,7 @@ func TestParseUnitNameInvertsUnitName(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := slot{back.Instance().Namespace(), back.Instance().Name(), back.Role(), back.Generation(), back.SidecarName() + back.RunName()}
+			got := slot{back.Instance().Namespace(), back.Instance().Name(), back.Role(), back.Generation(), back.SidecarName() + back.CommandName()}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("(-want,+got):\n%s", diff)
 			}

@@ -51,25 +51,25 @@ type Identity struct {
 	Role       string `json:"role"`
 	Generation uint64 `json:"generation,omitempty"`
 	Sidecar    string `json:"sidecar,omitempty"` // the sidecar's name, role sidecar only
-	Run        string `json:"run,omitempty"`     // the run's name, role cmd only
+	Command    string `json:"run,omitempty"`     // the command's name (stored as "run")
 }
 
 // IdentityOf is p's identity.
-func IdentityOf(p layout.Proc) Identity {
+func IdentityOf(p layout.Slot) Identity {
 	inst := p.Instance()
-	return Identity{Namespace: inst.Namespace(), Name: inst.Name(), Role: string(p.Role()), Generation: p.Generation(), Sidecar: p.SidecarName(), Run: p.RunName()}
+	return Identity{Namespace: inst.Namespace(), Name: inst.Name(), Role: string(p.Role()), Generation: p.Generation(), Sidecar: p.SidecarName(), Command: p.CommandName()}
 }
 
 // Proc maps the identity back through lay; it fails for anything layout
 // refuses.
-func (id Identity) Proc(lay layout.Layout) (layout.Proc, error) {
+func (id Identity) Proc(lay layout.Layout) (layout.Slot, error) {
 	inst, err := lay.Instance(id.Namespace, id.Name)
 	if err != nil {
-		return layout.Proc{}, err
+		return layout.Slot{}, err
 	}
 	named := id.Sidecar
-	if layout.Role(id.Role) == layout.RoleCmd {
-		named = id.Run
+	if layout.Role(id.Role) == layout.RoleCommand {
+		named = id.Command
 	}
 	return inst.Slot(layout.Role(id.Role), id.Generation, named)
 }
@@ -117,7 +117,7 @@ const (
 )
 
 // Name is the record's file name for p.
-func Name(p layout.Proc, suffix string) string { return p.ExitPrefix() + suffix }
+func Name(p layout.Slot, suffix string) string { return p.ExitPrefix() + suffix }
 
 // Write stores v atomically and durably as dir/name, mode 0600: the
 // records sit in the run dir, which the socket group (the proxies) may

@@ -107,7 +107,7 @@ func TestNamedIdentityMapsBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	slots := map[string]layout.Role{"cache": layout.RoleSidecar, "log-shipper": layout.RoleSidecar, "run-1a2b": layout.RoleCmd, "run-3c4d": layout.RoleCmd}
+	slots := map[string]layout.Role{"cache": layout.RoleSidecar, "log-shipper": layout.RoleSidecar, "run-1a2b": layout.RoleCommand, "run-3c4d": layout.RoleCommand}
 	for name, role := range slots {
 		p, err := inst.Slot(role, 0, name)
 		if err != nil {

@@ -69,7 +69,7 @@ type Args struct {
 	Launch      string
 	LogSocket   string
 	ErrSocket   string
-	InSocket    string // a run's stdin (role cmd)
+	InSocket    string // a command's stdin
 	// Sched, when set, is the scheduling the shim and its app run with
 	// (the agent's own): a warm shim waits in IdleSched and returns to it.
 	Sched *Sched

@@ -54,7 +54,7 @@ type machine struct {
 
 // unit is one unit as its manager and its cgroup would tell.
 type unit struct {
-	proc      layout.Proc
+	proc      layout.Slot
 	cgroup    string
 	loaded    bool
 	active    string // ActiveState
@@ -115,7 +115,7 @@ func (b *Backend) Start(ctx context.Context, spec units.Spec) outcome.Start {
 		return notStarted(fmt.Errorf("unit is %s", u.active))
 	}
 	inst := p.Instance().Cgroup()
-	if p.Role() == layout.RoleCmd {
+	if p.Role() == layout.RoleCommand {
 		if b.m.parents[inst] == nil {
 			return notStarted(fmt.Errorf("%w: %s", cgroups.ErrParentAbsent, inst))
 		}
@@ -147,16 +147,16 @@ func (b *Backend) Start(ctx context.Context, spec units.Spec) outcome.Start {
 }
 
 // Stop ends the unit's main process as SIGTERM would.
-func (b *Backend) Stop(ctx context.Context, p layout.Proc) error {
+func (b *Backend) Stop(ctx context.Context, p layout.Slot) error {
 	return b.signal(ctx, p, outcome.Exit{Result: "signal", Signal: 15})
 }
 
 // Kill ends the unit's main process as SIGKILL would.
-func (b *Backend) Kill(ctx context.Context, p layout.Proc) error {
+func (b *Backend) Kill(ctx context.Context, p layout.Slot) error {
 	return b.signal(ctx, p, outcome.Exit{Result: "signal", Signal: 9})
 }
 
-func (b *Backend) signal(ctx context.Context, p layout.Proc, e outcome.Exit) error {
+func (b *Backend) signal(ctx context.Context, p layout.Slot, e outcome.Exit) error {
 	b.m.mu.Lock()
 	if err := b.open(); err != nil {
 		b.m.mu.Unlock()
@@ -178,7 +178,7 @@ func (b *Backend) signal(ctx context.Context, p layout.Proc, e outcome.Exit) err
 // Prove stops the unit and proves it gone: the unit is unloaded then (as
 // systemd unloads a transient unit once it is reset), its exit still
 // read by Observe, as its record would tell.
-func (b *Backend) Prove(ctx context.Context, p layout.Proc) outcome.Kill {
+func (b *Backend) Prove(ctx context.Context, p layout.Slot) outcome.Kill {
 	unit := p.UnitName()
 	b.m.mu.Lock()
 	defer b.m.mu.Unlock()
@@ -205,7 +205,7 @@ func (b *Backend) Prove(ctx context.Context, p layout.Proc) outcome.Kill {
 }
 
 // Observe reads the unit: an unknown one is not loaded, inactive.
-func (b *Backend) Observe(_ context.Context, p layout.Proc) (units.Status, error) {
+func (b *Backend) Observe(_ context.Context, p layout.Slot) (units.Status, error) {
 	b.m.mu.Lock()
 	defer b.m.mu.Unlock()
 	if err := b.open(); err != nil {
@@ -256,7 +256,7 @@ func (b *Backend) Shutdown(ctx context.Context) {
 }
 
 // Populated is the unit's cgroup, whatever st says.
-func (b *Backend) Populated(_ context.Context, p layout.Proc, _ units.Status) (bool, error) {
+func (b *Backend) Populated(_ context.Context, p layout.Slot, _ units.Status) (bool, error) {
 	b.m.mu.Lock()
 	defer b.m.mu.Unlock()
 	if err := b.open(); err != nil {
@@ -268,7 +268,7 @@ func (b *Backend) Populated(_ context.Context, p layout.Proc, _ units.Status) (b
 
 // WatchEmpty is closed once the unit's cgroup is empty (at once when it
 // is already); the watch ends with ctx.
-func (b *Backend) WatchEmpty(ctx context.Context, p layout.Proc) (<-chan struct{}, error) {
+func (b *Backend) WatchEmpty(ctx context.Context, p layout.Slot) (<-chan struct{}, error) {
 	b.m.mu.Lock()
 	defer b.m.mu.Unlock()
 	if err := b.open(); err != nil {

@@ -30,7 +30,7 @@ type Fault struct {
 }
 
 // Inject gives p's unit f from now on, on every backend Restart shares.
-func (b *Backend) Inject(p layout.Proc, f Fault) {
+func (b *Backend) Inject(p layout.Slot, f Fault) {
 	b.m.mu.Lock()
 	defer b.m.mu.Unlock()
 	b.m.faults[p.UnitName()] = f
@@ -38,7 +38,7 @@ func (b *Backend) Inject(p layout.Proc, f Fault) {
 
 // Exit ends p's running process by itself with e: its cgroup empties and
 // its watchers are woken.
-func (b *Backend) Exit(p layout.Proc, e outcome.Exit) error {
+func (b *Backend) Exit(p layout.Slot, e outcome.Exit) error {
 	b.m.mu.Lock()
 	defer b.m.mu.Unlock()
 	u := b.m.units[p.UnitName()]
@@ -51,7 +51,7 @@ func (b *Backend) Exit(p layout.Proc, e outcome.Exit) error {
 
 // Release lets a lingering process of p's unit go: its cgroup empties,
 // the unit is gone, a later proof proves it. Its fault is cleared.
-func (b *Backend) Release(p layout.Proc) {
+func (b *Backend) Release(p layout.Slot) {
 	b.m.mu.Lock()
 	defer b.m.mu.Unlock()
 	delete(b.m.faults, p.UnitName())
@@ -73,7 +73,7 @@ func (b *Backend) Parent(inst layout.Instance) (cgroups.Tier, bool) {
 }
 
 // Starts counts the starts p's unit was handed (NotStarted ones apart).
-func (b *Backend) Starts(p layout.Proc) int {
+func (b *Backend) Starts(p layout.Slot) int {
 	b.m.mu.Lock()
 	defer b.m.mu.Unlock()
 	return b.m.starts[p.UnitName()]

@@ -114,7 +114,7 @@ func (b *Backend) limitable(inst layout.Instance) error {
 func (b *Backend) busy(inst layout.Instance) []string {
 	var out []string
 	for name, u := range b.m.units {
-		if u.populated && u.proc.Generation() != 0 && u.proc.Role() == layout.RoleRun &&
+		if u.populated && u.proc.Generation() != 0 && u.proc.Role() == layout.RoleApp &&
 			u.proc.Instance().Cgroup() == inst.Cgroup() {
 			out = append(out, name)
 		}

@@ -11,36 +11,36 @@ import (
 	"github.com/coreos/go-systemd/v22/unit"
 )
 
-// Proc is one process slot of an instance: a generation unit (role run,
-// generation n ≥ 1) or a role unit (seed, sidecar, cmd; generation 0).
-// Sidecars and runs (role cmd) are named: an Instance has several.
+// Slot is one process slot of an instance: a generation's app (role app,
+// generation n ≥ 1) or a role unit (seed, sidecar, command; generation 0).
+// Sidecars and commands are named: an Instance has several.
 // Every per-process name (launch file, exit records, log sockets, unit)
 // comes from here, so a generation's names never collide with a role's.
-type Proc struct {
+type Slot struct {
 	inst Instance
 	role Role
 	gen  uint64
-	name string // the sidecar's or the run's name (roles sidecar and cmd)
+	name string // the sidecar's or the command's name
 }
 
-// Proc validates the (role, generation) pair: the run role always belongs
-// to a generation; the other roles never do (a cmd runs against a
-// generation, but its own names are not keyed by it). A sidecar needs its
-// name: use Sidecar.
-func (i Instance) Proc(r Role, gen uint64) (Proc, error) {
+// RoleSlot validates the (role, generation) pair: the app always belongs
+// to a generation; the other roles never do (a command runs against a
+// generation, but its own names are not keyed by it). A sidecar or a
+// command needs its name: use Sidecar or Command.
+func (i Instance) RoleSlot(r Role, gen uint64) (Slot, error) {
 	switch {
 	case !r.Valid():
-		return Proc{}, fmt.Errorf("unknown role %q", r)
-	case r == RoleRun && gen == 0:
-		return Proc{}, fmt.Errorf("role run: %w", ErrNotAGeneration)
-	case r != RoleRun && gen != 0:
-		return Proc{}, fmt.Errorf("role %s is not a generation unit (got generation %d)", r, gen)
+		return Slot{}, fmt.Errorf("unknown role %q", r)
+	case r == RoleApp && gen == 0:
+		return Slot{}, fmt.Errorf("role app: %w", ErrNotAGeneration)
+	case r != RoleApp && gen != 0:
+		return Slot{}, fmt.Errorf("role %s is not a generation unit (got generation %d)", r, gen)
 	case r == RoleSidecar:
-		return Proc{}, fmt.Errorf("role sidecar: %w", ErrBadSidecarName)
-	case r == RoleCmd:
-		return Proc{}, fmt.Errorf("role cmd: %w", ErrBadRunName)
+		return Slot{}, fmt.Errorf("role sidecar: %w", ErrBadSidecarName)
+	case r == RoleCommand:
+		return Slot{}, fmt.Errorf("role command: %w", ErrBadCommandName)
 	}
-	return Proc{inst: i, role: r, gen: gen}, nil
+	return Slot{inst: i, role: r, gen: gen}, nil
 }
 
 // SidecarNameMax bounds a sidecar's name so its log socket still fits
@@ -53,78 +53,78 @@ var ErrBadSidecarName = errors.New("sidecar name must be a DNS-1123 label of at 
 
 // Sidecar is the slot of the sidecar called name: several sidecars of one
 // Instance each get their own unit, files and cgroup child.
-func (i Instance) Sidecar(name string) (Proc, error) {
+func (i Instance) Sidecar(name string) (Slot, error) {
 	if len(name) > SidecarNameMax || !isDNSLabel(name) {
-		return Proc{}, fmt.Errorf("%w: %q", ErrBadSidecarName, name)
+		return Slot{}, fmt.Errorf("%w: %q", ErrBadSidecarName, name)
 	}
-	return Proc{inst: i, role: RoleSidecar, name: name}, nil
+	return Slot{inst: i, role: RoleSidecar, name: name}, nil
 }
 
-// RunNameMax bounds a run's name so its stderr socket
+// CommandNameMax bounds a command's name so its stderr socket
 // ("/logs/cmd.<name>.err.sock") stays within the longest socket suffix.
-const RunNameMax = 24
+const CommandNameMax = 24
 
-// ErrBadRunName is returned for a run name that is missing, not a
+// ErrBadCommandName is returned for a command name that is missing, not a
 // DNS-1123 label, or longer than RunNameMax.
-var ErrBadRunName = errors.New("run name must be a DNS-1123 label of at most 24 characters")
+var ErrBadCommandName = errors.New("command name must be a DNS-1123 label of at most 24 characters")
 
-// Cmd is the slot of the one-off command (role cmd) called name: each run
-// has its own unit, sockets and cgroup child, so two may run at once.
-func (i Instance) Cmd(name string) (Proc, error) {
-	if len(name) > RunNameMax || !isDNSLabel(name) {
-		return Proc{}, fmt.Errorf("%w: %q", ErrBadRunName, name)
+// Command is the slot of the one-off command called name: each has its
+// own unit, sockets and cgroup child, so two may run at once.
+func (i Instance) Command(name string) (Slot, error) {
+	if len(name) > CommandNameMax || !isDNSLabel(name) {
+		return Slot{}, fmt.Errorf("%w: %q", ErrBadCommandName, name)
 	}
-	return Proc{inst: i, role: RoleCmd, name: name}, nil
+	return Slot{inst: i, role: RoleCommand, name: name}, nil
 }
 
-// Slot is Sidecar(name) for role sidecar, Cmd(name) for role cmd and
-// Proc(r, gen) otherwise, for callers that carry the three parts
+// Slot is Sidecar(name) for role sidecar, Command(name) for role command
+// and RoleSlot(r, gen) otherwise, for callers that carry the three parts
 // (records, refs, parsed names); a name on another role is refused.
-func (i Instance) Slot(r Role, gen uint64, name string) (Proc, error) {
-	if r == RoleSidecar || r == RoleCmd {
+func (i Instance) Slot(r Role, gen uint64, name string) (Slot, error) {
+	if r == RoleSidecar || r == RoleCommand {
 		if gen != 0 {
-			return Proc{}, fmt.Errorf("role %s is not a generation unit (got generation %d)", r, gen)
+			return Slot{}, fmt.Errorf("role %s is not a generation unit (got generation %d)", r, gen)
 		}
-		if r == RoleCmd {
-			return i.Cmd(name)
+		if r == RoleCommand {
+			return i.Command(name)
 		}
 		return i.Sidecar(name)
 	}
 	if name != "" {
-		return Proc{}, fmt.Errorf("role %s has no name of its own (got %q)", r, name)
+		return Slot{}, fmt.Errorf("role %s has no name of its own (got %q)", r, name)
 	}
-	return i.Proc(r, gen)
+	return i.RoleSlot(r, gen)
 }
 
-// Generation is Proc(RoleRun, n).
-func (i Instance) Generation(n uint64) (Proc, error) { return i.Proc(RoleRun, n) }
+// Generation is RoleSlot(RoleApp, n): generation n's app.
+func (i Instance) Generation(n uint64) (Slot, error) { return i.RoleSlot(RoleApp, n) }
 
-func (p Proc) Instance() Instance { return p.inst }
-func (p Proc) Role() Role         { return p.role }
+func (p Slot) Instance() Instance { return p.inst }
+func (p Slot) Role() Role         { return p.role }
 
 // SidecarName is the sidecar's name, "" for every other role.
-func (p Proc) SidecarName() string {
+func (p Slot) SidecarName() string {
 	if p.role != RoleSidecar {
 		return ""
 	}
 	return p.name
 }
 
-// RunName is the run's name (role cmd), "" for every other role.
-func (p Proc) RunName() string {
-	if p.role != RoleCmd {
+// CommandName is the command's name, "" for every other role.
+func (p Slot) CommandName() string {
+	if p.role != RoleCommand {
 		return ""
 	}
 	return p.name
 }
 
 // Generation is the generation number, 0 for a role unit.
-func (p Proc) Generation() uint64 { return p.gen }
+func (p Slot) Generation() uint64 { return p.gen }
 
 // key is the per-process part of file names: "gen.<n>", "sidecar.<name>",
 // "cmd.<name>" or the role. A name is a DNS label (no dot), so no key is
 // a prefix of another up to the dot that follows it.
-func (p Proc) key() string {
+func (p Slot) key() string {
 	switch {
 	case p.gen != 0:
 		return "gen." + strconv.FormatUint(p.gen, 10)
@@ -137,20 +137,20 @@ func (p Proc) key() string {
 // LaunchFile is the launch file's name beneath the data dir:
 // launch.gen.<n>.json, launch.sidecar.<name>.json, launch.cmd.<name>.json
 // or launch.<role>.json.
-func (p Proc) LaunchFile() string { return "launch." + p.key() + ".json" }
+func (p Slot) LaunchFile() string { return "launch." + p.key() + ".json" }
 
 // ExitPrefix starts the names of this process's exit records in ExitDir:
 // exit.gen.<n>., exit.sidecar.<name>. or exit.<role>.. The trailing dot keeps g1 from matching
 // g10's records.
-func (p Proc) ExitPrefix() string { return "exit." + p.key() + "." }
+func (p Slot) ExitPrefix() string { return "exit." + p.key() + "." }
 
 // LogSocket is where the process's stdout goes, and its stderr too except
 // for cmd (see ErrLogSocket): g<n>.sock, sc.<name>.sock, cmd.<name>.out.sock
 // or <role>.sock in LogDir. A sidecar's is short ("sc", not "sidecar") to leave sun_path
 // room (see longestSocketSuffix).
-func (p Proc) LogSocket() string {
+func (p Slot) LogSocket() string {
 	switch {
-	case p.role == RoleCmd:
+	case p.role == RoleCommand:
 		return filepath.Join(p.inst.LogDir(), "cmd."+p.name+".out.sock")
 	case p.gen != 0:
 		return filepath.Join(p.inst.LogDir(), "g"+strconv.FormatUint(p.gen, 10)+".sock")
@@ -165,8 +165,8 @@ func (p Proc) LogSocket() string {
 // (g<n>.fifo, sc.<name>.fifo, <role>.fifo). The app holds it open itself,
 // so its output survives an agent restart and waits for the next agent
 // in the pipe. "" for cmd, whose two streams stay on sockets.
-func (p Proc) LogFIFO() string {
-	if p.role == RoleCmd {
+func (p Slot) LogFIFO() string {
+	if p.role == RoleCommand {
 		return ""
 	}
 	return strings.TrimSuffix(p.LogSocket(), ".sock") + ".fifo"
@@ -178,8 +178,8 @@ const sidecarLogSocketPrefix = "sc."
 
 // ErrLogSocket is the cmd role's separate stderr socket; "" for the other
 // roles, whose stderr shares LogSocket.
-func (p Proc) ErrLogSocket() string {
-	if p.role != RoleCmd {
+func (p Slot) ErrLogSocket() string {
+	if p.role != RoleCommand {
 		return ""
 	}
 	return filepath.Join(p.inst.LogDir(), "cmd."+p.name+".err.sock")
@@ -187,8 +187,8 @@ func (p Proc) ErrLogSocket() string {
 
 // InSocket is where a run's stdin comes from (cmd.<name>.in.sock in
 // LogDir); "" for the other roles, whose stdin is empty.
-func (p Proc) InSocket() string {
-	if p.role != RoleCmd {
+func (p Slot) InSocket() string {
+	if p.role != RoleCommand {
 		return ""
 	}
 	return filepath.Join(p.inst.LogDir(), "cmd."+p.name+".in.sock")
@@ -237,7 +237,7 @@ var longestUnitSuffix = len("-sidecar-" + unit.UnitNameEscape("a"+strings.Repeat
 // sidecar, unitlet-<ns>-<name>-cmd-<run>.service for a run,
 // unitlet-<ns>-<name>-<role>.service for another role unit. Each part is
 // escaped, so bare dashes separate them.
-func (p Proc) UnitName() string {
+func (p Slot) UnitName() string {
 	switch {
 	case p.gen != 0:
 		return p.inst.unitStem() + "-g" + strconv.FormatUint(p.gen, 10) + ".service"
@@ -251,14 +251,14 @@ func (p Proc) UnitName() string {
 // for a generation, role-seed, role-sidecar-<name> for a sidecar and
 // role-cmd-<name> for a run (each its own, so killing one never touches
 // another).
-func (p Proc) Cgroup() (string, error) {
+func (p Slot) Cgroup() (string, error) {
 	switch {
 	case p.gen != 0:
 		return GenerationCgroup(p.gen)
 	case p.role == RoleSidecar:
 		return SidecarCgroup(p.name)
-	case p.role == RoleCmd:
-		return RunCgroup(p.name)
+	case p.role == RoleCommand:
+		return CommandCgroup(p.name)
 	}
 	return RoleCgroup(p.role)
 }
@@ -268,7 +268,7 @@ func (p Proc) Cgroup() (string, error) {
 // parent>/<child>, and systemd's unit cgroup beneath the slices its
 // slice nests in. The activation hand-off gives a unit's socket only to
 // a caller in one of them.
-func (p Proc) Placements() ([]string, error) {
+func (p Slot) Placements() ([]string, error) {
 	child, err := p.Cgroup()
 	if err != nil {
 		return nil, err

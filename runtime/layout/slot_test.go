@@ -22,9 +22,9 @@ func TestProcNames(t *testing.T) {
 		name string
 		want names
 	}{
-		"generation": {RoleRun, 12, "", names{"launch.gen.12.json", "exit.gen.12.", "/r/a-b/c/logs/g12.sock", "", `unitlet-a\x2db-c-g12.service`}},
+		"generation": {RoleApp, 12, "", names{"launch.gen.12.json", "exit.gen.12.", "/r/a-b/c/logs/g12.sock", "", `unitlet-a\x2db-c-g12.service`}},
 		"seed":       {RoleSeed, 0, "", names{"launch.seed.json", "exit.seed.", "/r/a-b/c/logs/seed.sock", "", `unitlet-a\x2db-c-seed.service`}},
-		"cmd":        {RoleCmd, 0, "run-1a", names{"launch.cmd.run-1a.json", "exit.cmd.run-1a.", "/r/a-b/c/logs/cmd.run-1a.out.sock", "/r/a-b/c/logs/cmd.run-1a.err.sock", `unitlet-a\x2db-c-cmd-run\x2d1a.service`}},
+		"cmd":        {RoleCommand, 0, "run-1a", names{"launch.cmd.run-1a.json", "exit.cmd.run-1a.", "/r/a-b/c/logs/cmd.run-1a.out.sock", "/r/a-b/c/logs/cmd.run-1a.err.sock", `unitlet-a\x2db-c-cmd-run\x2d1a.service`}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -81,7 +81,7 @@ func TestSidecarNames(t *testing.T) {
 // sidecar's start, kill or records never touch another's.
 func TestSlotNamesAreDistinct(t *testing.T) {
 	inst, _ := Layout{StateRoot: "/s", RunRoot: "/r"}.Instance("n", "x")
-	var procs []Proc
+	var procs []Slot
 	for _, s := range []string{"a", "ab", "a-b", "b", "seed", "g1", "cmd"} {
 		p, err := inst.Sidecar(s)
 		if err != nil {
@@ -89,14 +89,14 @@ func TestSlotNamesAreDistinct(t *testing.T) {
 		}
 		procs = append(procs, p)
 	}
-	seed, _ := inst.Proc(RoleSeed, 0)
-	cmd, _ := inst.Cmd("a")
-	cmd2, _ := inst.Cmd("b")
+	seed, _ := inst.RoleSlot(RoleSeed, 0)
+	cmd, _ := inst.Command("a")
+	cmd2, _ := inst.Command("b")
 	g1, _ := inst.Generation(1)
 	procs = append(procs, seed, cmd, cmd2, g1)
 	seen := map[string]string{}
 	for _, p := range procs {
-		who := fmt.Sprintf("%s/%s%s/%d", p.Role(), p.SidecarName(), p.RunName(), p.Generation())
+		who := fmt.Sprintf("%s/%s%s/%d", p.Role(), p.SidecarName(), p.CommandName(), p.Generation())
 		cg, _ := p.Cgroup()
 		for kind, n := range map[string]string{"launch": p.LaunchFile(), "exit": p.ExitPrefix(), "log": p.LogSocket(), "unit": p.UnitName(), "cgroup": cg} {
 			if n == "" {
@@ -141,7 +141,7 @@ func TestSidecarRejectsBadNames(t *testing.T) {
 	if _, err := inst.Sidecar(strings.Repeat("a", SidecarNameMax)); err != nil {
 		t.Errorf("a %d-character name: %v", SidecarNameMax, err)
 	}
-	if _, err := inst.Proc(RoleSidecar, 0); !errors.Is(err, ErrBadSidecarName) {
+	if _, err := inst.RoleSlot(RoleSidecar, 0); !errors.Is(err, ErrBadSidecarName) {
 		t.Errorf("unnamed sidecar: got %v, want ErrBadSidecarName", err)
 	}
 	if _, err := inst.Slot(RoleSeed, 0, "a"); err == nil {
@@ -161,14 +161,14 @@ func TestProcRejectsBadPairs(t *testing.T) {
 		role Role
 		gen  uint64
 	}{
-		"run without generation": {RoleRun, 0},
+		"run without generation": {RoleApp, 0},
 		"seed with generation":   {RoleSeed, 2},
 		"sidecar without a name": {RoleSidecar, 0},
 		"unknown role":           {Role("web"), 0},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			if _, err := inst.Proc(tc.role, tc.gen); err == nil {
+			if _, err := inst.RoleSlot(tc.role, tc.gen); err == nil {
 				t.Fatal("want error")
 			}
 		})
@@ -215,15 +215,15 @@ func TestLogFIFO(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, _ := inst.Proc(RoleRun, 12)
-	seed, _ := inst.Proc(RoleSeed, 0)
-	cmd, _ := inst.Cmd("r1")
+	g, _ := inst.RoleSlot(RoleApp, 12)
+	seed, _ := inst.RoleSlot(RoleSeed, 0)
+	cmd, _ := inst.Command("r1")
 	sc, err := inst.Sidecar("cache")
 	if err != nil {
 		t.Fatal(err)
 	}
 	tests := map[string]struct {
-		p    Proc
+		p    Slot
 		want string
 	}{
 		"generation": {g, "/r/a-b/c/logs/g12.fifo"},
@@ -263,14 +263,14 @@ func TestHasUnit(t *testing.T) {
 		name string
 		want bool
 	}{
-		"its generation":                   {inst: a, name: unit(a, RoleRun, 3, ""), want: true},
+		"its generation":                   {inst: a, name: unit(a, RoleApp, 3, ""), want: true},
 		"its sidecar":                      {inst: a, name: unit(a, RoleSidecar, 0, "cache"), want: true},
 		"its seed":                         {inst: a, name: unit(a, RoleSeed, 0, ""), want: true},
 		"its slice is no service":          {inst: a, name: a.SliceName()},
-		"a name that only starts alike":    {inst: a, name: unit(inst("a", "b-c"), RoleRun, 1, "")},
-		"a namespace that only ends alike": {inst: a, name: unit(inst("x-a", "b"), RoleRun, 1, "")},
-		"a long name's generation":         {inst: long, name: unit(long, RoleRun, 1, ""), want: true},
-		"another long name's generation":   {inst: long, name: unit(inst("ns", strings.Repeat("b-a", 20)+"."+strings.Repeat("b-a", 20)), RoleRun, 1, "")},
+		"a name that only starts alike":    {inst: a, name: unit(inst("a", "b-c"), RoleApp, 1, "")},
+		"a namespace that only ends alike": {inst: a, name: unit(inst("x-a", "b"), RoleApp, 1, "")},
+		"a long name's generation":         {inst: long, name: unit(long, RoleApp, 1, ""), want: true},
+		"another long name's generation":   {inst: long, name: unit(inst("ns", strings.Repeat("b-a", 20)+"."+strings.Repeat("b-a", 20)), RoleApp, 1, "")},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
