@@ -165,7 +165,7 @@ func (a *Adopter) refence(ctx context.Context) {
 		if inst.Spec.Suspend || inst.Status.ActiveGeneration == 0 || !inst.DeletionTimestamp.IsZero() {
 			continue
 		}
-		ref := node.GenerationRef(inst.Namespace, inst.Name, uint64(inst.Status.ActiveGeneration))
+		ref := node.GenerationRef(inst.Namespace, inst.Name, inst.Status.ActiveGeneration)
 		if _, err := a.Runtime.Promote(ctx, ref); err != nil {
 			a.Log.Info("fence not restored", "namespace", inst.Namespace, "name", inst.Name, "error", err.Error())
 		}

@@ -29,7 +29,7 @@ func TestExecFailureIsNotACrash(t *testing.T) {
 	waitServing(t, name, 2)
 
 	fake.set(func(f *fakeRuntime) {
-		for n := uint64(3); n <= 40; n++ {
+		for n := int64(3); n <= 40; n++ {
 			f.execFails[ref(name, n)] = why
 		}
 	})

@@ -160,7 +160,7 @@ func (r *GenerationReconciler) instanceOf(ctx context.Context, gen *v1.Generatio
 }
 
 func refOf(gen *v1.Generation) node.Ref {
-	return node.GenerationRef(gen.Namespace, gen.Spec.Instance, uint64(gen.Spec.Number))
+	return node.GenerationRef(gen.Namespace, gen.Spec.Instance, gen.Spec.Number)
 }
 
 // start prepares, places and starts the generation once, and records what

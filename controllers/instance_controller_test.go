@@ -21,7 +21,7 @@ import (
 	"github.com/unitlet/unitlet/runtime/outcome"
 )
 
-func ref(name string, n uint64) node.Ref { return node.GenerationRef("default", name, n) }
+func ref(name string, n int64) node.Ref { return node.GenerationRef("default", name, n) }
 
 // kstatusOf is what kstatus (and so Flux and Argo CD) reads off the object.
 func kstatusOf(t *testing.T, obj runtime.Object) status.Status {

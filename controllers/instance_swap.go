@@ -179,7 +179,7 @@ func (s *swap) abort(ctx context.Context, latest *v1.Generation) error {
 // one that served before.
 func (s *swap) promote(ctx context.Context, latest *v1.Generation) error {
 	active := s.number(s.inst.Status.ActiveGeneration)
-	sock, err := s.r.Runtime.Promote(ctx, node.GenerationRef(s.inst.Namespace, s.inst.Name, uint64(latest.Spec.Number)))
+	sock, err := s.r.Runtime.Promote(ctx, node.GenerationRef(s.inst.Namespace, s.inst.Name, latest.Spec.Number))
 	if err != nil {
 		return fmt.Errorf("promote generation %d: %w", latest.Spec.Number, err)
 	}

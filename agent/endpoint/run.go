@@ -65,7 +65,7 @@ func (s *Server) serveRun(w http.ResponseWriter, r *http.Request, ns, name strin
 	fw := &frameWriter{w: w, rc: http.NewResponseController(w)}
 	began := time.Now()
 	res := s.Node.Run(r.Context(), node.RunRequest{
-		InstanceRef: node.InstanceRef{Namespace: ns, Name: name}, Name: runName, Generation: uint64(gen),
+		InstanceRef: node.InstanceRef{Namespace: ns, Name: name}, Name: runName, Generation: gen,
 		Argv: req.Command, Grace: s.Grace, Stdin: stdin,
 		// A run is a new start: as a named user, only while granted.
 		Grant: func(user string) (identity.Grant, error) {
@@ -74,7 +74,7 @@ func (s *Server) serveRun(w http.ResponseWriter, r *http.Request, ns, name strin
 		Stdout: fw.stream(agentapi.FrameStdout), Stderr: fw.stream(agentapi.FrameStderr),
 	})
 	took := time.Since(began)
-	end := runEnd(res, runName, uint64(gen))
+	end := runEnd(res, runName, gen)
 	metrics.ObserveRun(end.result, took)
 	s.Log.Info("run ended", "namespace", ns, "name", name, "run", runName, "user", who.GetName(),
 		"command", req.Command, "result", end.result, "exitCode", end.exit.ExitCode, "took", took)
@@ -98,7 +98,7 @@ type runOutcome struct {
 }
 
 // runEnd decides the outcome from what the node proved.
-func runEnd(res node.RunResult, runName string, gen uint64) runOutcome {
+func runEnd(res node.RunResult, runName string, gen int64) runOutcome {
 	o := runOutcome{exit: agentapi.RunExit{Name: runName, Generation: gen}, eventType: corev1.EventTypeNormal}
 	switch {
 	case res.Start.Kind == outcome.NotStarted:

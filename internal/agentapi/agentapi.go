@@ -60,7 +60,7 @@ type LogQuery struct {
 	// Since is an RFC 3339 time or a duration back from now ("5m").
 	Since string
 	// Generation picks one generation's lines (0: every generation).
-	Generation uint64
+	Generation int64
 	// Role is run (the default), seed or sidecar/NAME.
 	Role string
 }
@@ -75,7 +75,7 @@ func (q LogQuery) Encode() string {
 		v.Set("since", q.Since)
 	}
 	if q.Generation != 0 {
-		v.Set("generation", strconv.FormatUint(q.Generation, 10))
+		v.Set("generation", strconv.FormatInt(q.Generation, 10))
 	}
 	if q.Role != "" {
 		v.Set("role", q.Role)
@@ -94,8 +94,8 @@ func ParseLogQuery(v url.Values) (LogQuery, error) {
 		q.Follow = b
 	}
 	if g := v.Get("generation"); g != "" {
-		n, err := strconv.ParseUint(g, 10, 64)
-		if err != nil || n == 0 {
+		n, err := strconv.ParseInt(g, 10, 64)
+		if err != nil || n <= 0 {
 			return q, fmt.Errorf("generation=%q: want a generation number (1, 2, ...)", g)
 		}
 		q.Generation = n
@@ -145,7 +145,7 @@ type RunExit struct {
 	// Name is the run's own name (its unit and cgroup carry it).
 	Name string `json:"name"`
 	// Generation is the generation whose environment it ran in.
-	Generation uint64 `json:"generation"`
+	Generation int64 `json:"generation"`
 	// ExitCode is the command's exit status, or 128+N after signal N, as
 	// a shell reports it.
 	ExitCode int `json:"exitCode"`

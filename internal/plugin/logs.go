@@ -33,7 +33,7 @@ func logsMain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.BoolVar(&f.query.Follow, "follow", false, "keep streaming new lines, across swaps and agent restarts")
 	fs.BoolVar(&f.query.Follow, "f", false, "short for --follow")
 	fs.StringVar(&f.query.Since, "since", "", "only lines newer than a duration (10m) or an RFC 3339 time")
-	fs.Uint64Var(&f.query.Generation, "generation", 0, "only this generation's lines (default: every generation's)")
+	fs.Int64Var(&f.query.Generation, "generation", 0, "only this generation's lines (default: every generation's)")
 	fs.StringVar(&f.query.Role, "role", "", "whose lines: run (the app, default), seed or sidecar/NAME")
 	fs.BoolVar(&f.timestamps, "timestamps", false, "start each line with its time")
 	fs.BoolVar(&f.prefix, "prefix", false, "start each line with its source (g3, seed, sidecar.NAME)")
@@ -43,6 +43,9 @@ func logsMain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if len(rest) > 0 {
 		return usageError{fmt.Errorf("logs takes no command (got %q)", rest)}
+	}
+	if f.query.Generation < 0 {
+		return usageError{fmt.Errorf("--generation %d: want a generation number (1, 2, ...)", f.query.Generation)}
 	}
 	w := bufio.NewWriter(stdout)
 	defer w.Flush()

@@ -49,7 +49,7 @@ func benchKill(b *testing.B, script string, procs int) {
 	var took []time.Duration
 	b.StopTimer()
 	for i := 0; i < b.N; i++ {
-		g, err := m.CreateGeneration(uint64(i+1), Tier{Pids: 1024})
+		g, err := m.CreateGeneration(int64(i+1), Tier{Pids: 1024})
 		if err != nil {
 			b.Fatal(err)
 		}

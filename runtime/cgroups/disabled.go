@@ -23,7 +23,7 @@ func (d disabled) err() error {
 func (disabled) Mode() Mode                                      { return ModeNone }
 func (disabled) Parent() string                                  { return "" }
 func (d disabled) EnsureParent(Tier) error                       { return d.err() }
-func (d disabled) CreateGeneration(uint64, Tier) (string, error) { return "", d.err() }
+func (d disabled) CreateGeneration(int64, Tier) (string, error) { return "", d.err() }
 func (d disabled) CreateRole(string) (string, error)             { return "", d.err() }
 func (d disabled) RaiseParent(Tier) error                        { return d.err() }
 func (d disabled) RestoreParent(Tier) error                      { return d.err() }

@@ -19,7 +19,7 @@ type Discovered struct {
 // DiscoveredChild is one child of a discovered parent.
 type DiscoveredChild struct {
 	Name       string
-	Generation uint64 // n of g<n>; 0 for a role or unknown child
+	Generation int64 // n of g<n>; 0 for a role or unknown child
 	Pids       []int
 }
 

@@ -52,7 +52,7 @@ type Manager interface {
 	EnsureParent(tier Tier) error
 	// CreateGeneration creates g<n> with the tier's limits. It is always
 	// fresh: an existing g<n> is ErrChildExists, generation 0 is refused.
-	CreateGeneration(n uint64, tier Tier) (child string, err error)
+	CreateGeneration(n int64, tier Tier) (child string, err error)
 	// CreateRole creates a role child (role-seed, role-sidecar-<name>, as
 	// layout.Proc.Cgroup names it) with no limit of its own, fresh.
 	CreateRole(child string) (string, error)
@@ -189,7 +189,7 @@ func checkChild(child string) error {
 	return fmt.Errorf("%w: %q", ErrNotAChild, child)
 }
 
-func (m *instance) CreateGeneration(n uint64, tier Tier) (string, error) {
+func (m *instance) CreateGeneration(n int64, tier Tier) (string, error) {
 	child, err := layout.GenerationCgroup(n)
 	if err != nil {
 		return "", err

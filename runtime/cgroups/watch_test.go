@@ -96,7 +96,7 @@ func TestWatchesShareOneInotify(t *testing.T) {
 	var held []*held
 	var fired []<-chan struct{}
 	for i := 1; i <= n; i++ {
-		g, err := m.CreateGeneration(uint64(i), Tier{})
+		g, err := m.CreateGeneration(int64(i), Tier{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -20,25 +20,25 @@ type Fence func(write func() error) error
 // instance, shared by its generations' control servers.
 type ServingFence struct {
 	mu      sync.Mutex
-	serving uint64 // 0: none
+	serving int64 // 0: none
 }
 
 // Serve makes generation n the serving one (0: none serves).
-func (f *ServingFence) Serve(n uint64) {
+func (f *ServingFence) Serve(n int64) {
 	f.mu.Lock()
 	f.serving = n
 	f.mu.Unlock()
 }
 
 // Serving is the generation that serves now.
-func (f *ServingFence) Serving() uint64 {
+func (f *ServingFence) Serving() int64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.serving
 }
 
 // For returns the Fence of generation n.
-func (f *ServingFence) For(n uint64) Fence {
+func (f *ServingFence) For(n int64) Fence {
 	return func(write func() error) error {
 		f.mu.Lock()
 		defer f.mu.Unlock()

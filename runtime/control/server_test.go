@@ -36,7 +36,7 @@ func writeToken(t *testing.T, dataDir, token string) {
 	}
 }
 
-func startInstance(t *testing.T, name, token string, gen uint64, fence Fence) instance {
+func startInstance(t *testing.T, name, token string, gen int64, fence Fence) instance {
 	t.Helper()
 	dataDir := t.TempDir()
 	writeToken(t, dataDir, token)
@@ -150,8 +150,8 @@ func TestRetiringGenerationWriteIs409(t *testing.T) {
 	fence.Serve(1)
 	dataDir := t.TempDir()
 	writeToken(t, dataDir, "tok")
-	servers := map[uint64]*Server{}
-	for _, gen := range []uint64{1, 2} {
+	servers := map[int64]*Server{}
+	for _, gen := range []int64{1, 2} {
 		dir := t.TempDir()
 		srv, err := Listen(dir, filepath.Join(dir, "app.sock.control"), -1, -1, Config{
 			Identity: Identity{Namespace: "ns", Name: "a", Generation: gen},

@@ -3,6 +3,7 @@ package layout
 import (
 	"fmt"
 	"path"
+	"strconv"
 	"strings"
 )
 
@@ -41,8 +42,8 @@ func ParseInstanceCgroup(base string) (namespace, name string, ok bool) {
 
 // GenerationCgroup is the child of the instance parent that generation n
 // runs in, with the tier's own limits.
-func GenerationCgroup(n uint64) (string, error) {
-	if n == 0 {
+func GenerationCgroup(n int64) (string, error) {
+	if n <= 0 {
 		return "", ErrNotAGeneration
 	}
 	return fmt.Sprintf("g%d", n), nil
@@ -106,7 +107,7 @@ func IsRoleCgroup(child string) bool {
 
 // ParseGenerationCgroup is the inverse of GenerationCgroup, for re-discovery
 // after an agent restart: ok is false for anything that is not g<n>, n ≥ 1.
-func ParseGenerationCgroup(child string) (n uint64, ok bool) {
+func ParseGenerationCgroup(child string) (n int64, ok bool) {
 	rest, found := strings.CutPrefix(child, "g")
 	if !found || rest == "" || rest[0] == '0' {
 		return 0, false
@@ -115,7 +116,7 @@ func ParseGenerationCgroup(child string) (n uint64, ok bool) {
 		if c < '0' || c > '9' {
 			return 0, false
 		}
-		n = n*10 + uint64(c-'0')
 	}
-	return n, true
+	n, err := strconv.ParseInt(rest, 10, 64) // refuses what overflows
+	return n, err == nil
 }

@@ -1,6 +1,8 @@
 package layout
 
 import (
+	"errors"
+	"math"
 	"path"
 	"strings"
 	"testing"
@@ -39,5 +41,26 @@ func TestLongInstanceCgroupIsShortened(t *testing.T) {
 	}
 	if ns, name, ok := ParseInstanceCgroup(base); ok {
 		t.Fatalf("ParseInstanceCgroup(%q) = %q, %q, true", base, ns, name)
+	}
+}
+
+// A generation number is an int64, as in the API: below 1 is none.
+func TestGenerationNumbersBelowOneRefused(t *testing.T) {
+	inst, err := Layout{StateRoot: "/s", RunRoot: "/r", CgroupRoot: "u"}.Instance("ns", "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int64{0, -1, math.MinInt64} {
+		if _, err := GenerationCgroup(n); !errors.Is(err, ErrNotAGeneration) {
+			t.Errorf("GenerationCgroup(%d) = %v, want ErrNotAGeneration", n, err)
+		}
+		if _, err := inst.Generation(n); !errors.Is(err, ErrNotAGeneration) {
+			t.Errorf("Generation(%d) = %v, want ErrNotAGeneration", n, err)
+		}
+	}
+	for _, name := range []string{"g-1", "g9223372036854775808", "g0"} {
+		if n, ok := ParseGenerationCgroup(name); ok {
+			t.Errorf("ParseGenerationCgroup(%q) = %d, want none", name, n)
+		}
 	}
 }

@@ -28,7 +28,7 @@ func derived(t testing.TB, l Layout, p pair) map[string]string {
 	}
 	slots := []struct {
 		role Role
-		gen  uint64
+		gen  int64
 		name string
 	}{
 		{RoleApp, 1, ""}, {RoleApp, 12, ""}, {RoleSeed, 0, ""},

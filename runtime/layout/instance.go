@@ -126,7 +126,7 @@ func (l Layout) BootRecord() string { return filepath.Join(l.StateRoot, "boot_id
 func (i Instance) RunDir() string { return i.runDir }
 
 // GenDir is the directory of generation n's sockets, g<n> in the run dir.
-func (i Instance) GenDir(n uint64) (string, error) {
+func (i Instance) GenDir(n int64) (string, error) {
 	g, err := GenerationCgroup(n) // the same g<n> spelling as the cgroup
 	if err != nil {
 		return "", err
@@ -135,7 +135,7 @@ func (i Instance) GenDir(n uint64) (string, error) {
 }
 
 // AppSocket is the socket generation n's app binds.
-func (i Instance) AppSocket(n uint64) (string, error) {
+func (i Instance) AppSocket(n int64) (string, error) {
 	d, err := i.GenDir(n)
 	if err != nil {
 		return "", err

@@ -2,6 +2,7 @@ package layout
 
 import (
 	"errors"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
@@ -100,11 +101,11 @@ func TestLongNamesFitSunPath(t *testing.T) {
 	if again.RunDir() != inst.RunDir() || other.RunDir() == inst.RunDir() {
 		t.Fatalf("short id not stable or not distinct: %q %q %q", inst.RunDir(), again.RunDir(), other.RunDir())
 	}
-	app, err := inst.AppSocket(^uint64(0))
+	app, err := inst.AppSocket(math.MaxInt64)
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, _ := inst.Generation(^uint64(0))
+	g, _ := inst.Generation(math.MaxInt64)
 	cmd, err := inst.Command(strings.Repeat("r", CommandNameMax))
 	if err != nil {
 		t.Fatal(err)

@@ -29,4 +29,4 @@ func (r Role) Valid() bool {
 
 // ErrNotAGeneration is returned for generation number 0: generations are
 // numbered from 1.
-var ErrNotAGeneration = fmt.Errorf("generation 0 is not a generation (numbers start at 1)")
+var ErrNotAGeneration = fmt.Errorf("not a generation number (numbers start at 1)")

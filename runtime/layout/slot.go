@@ -19,7 +19,7 @@ import (
 type Slot struct {
 	inst Instance
 	role Role
-	gen  uint64
+	gen  int64
 	name string // the sidecar's or the command's name
 }
 
@@ -27,11 +27,11 @@ type Slot struct {
 // to a generation; the other roles never do (a command runs against a
 // generation, but its own names are not keyed by it). A sidecar or a
 // command needs its name: use Sidecar or Command.
-func (i Instance) RoleSlot(r Role, gen uint64) (Slot, error) {
+func (i Instance) RoleSlot(r Role, gen int64) (Slot, error) {
 	switch {
 	case !r.Valid():
 		return Slot{}, fmt.Errorf("unknown role %q", r)
-	case r == RoleApp && gen == 0:
+	case r == RoleApp && gen <= 0:
 		return Slot{}, fmt.Errorf("role app: %w", ErrNotAGeneration)
 	case r != RoleApp && gen != 0:
 		return Slot{}, fmt.Errorf("role %s is not a generation unit (got generation %d)", r, gen)
@@ -80,7 +80,7 @@ func (i Instance) Command(name string) (Slot, error) {
 // Slot is Sidecar(name) for role sidecar, Command(name) for role command
 // and RoleSlot(r, gen) otherwise, for callers that carry the three parts
 // (records, refs, parsed names); a name on another role is refused.
-func (i Instance) Slot(r Role, gen uint64, name string) (Slot, error) {
+func (i Instance) Slot(r Role, gen int64, name string) (Slot, error) {
 	if r == RoleSidecar || r == RoleCommand {
 		if gen != 0 {
 			return Slot{}, fmt.Errorf("role %s is not a generation unit (got generation %d)", r, gen)
@@ -97,7 +97,7 @@ func (i Instance) Slot(r Role, gen uint64, name string) (Slot, error) {
 }
 
 // Generation is RoleSlot(RoleApp, n): generation n's app.
-func (i Instance) Generation(n uint64) (Slot, error) { return i.RoleSlot(RoleApp, n) }
+func (i Instance) Generation(n int64) (Slot, error) { return i.RoleSlot(RoleApp, n) }
 
 func (p Slot) Instance() Instance { return p.inst }
 func (p Slot) Role() Role         { return p.role }
@@ -119,7 +119,7 @@ func (p Slot) CommandName() string {
 }
 
 // Generation is the generation number, 0 for a role unit.
-func (p Slot) Generation() uint64 { return p.gen }
+func (p Slot) Generation() int64 { return p.gen }
 
 // key is the per-process part of file names: "gen.<n>", "sidecar.<name>",
 // "cmd.<name>" or the role. A name is a DNS label (no dot), so no key is
@@ -127,7 +127,7 @@ func (p Slot) Generation() uint64 { return p.gen }
 func (p Slot) key() string {
 	switch {
 	case p.gen != 0:
-		return "gen." + strconv.FormatUint(p.gen, 10)
+		return "gen." + strconv.FormatInt(p.gen, 10)
 	case p.name != "":
 		return string(p.role) + "." + p.name
 	}
@@ -153,7 +153,7 @@ func (p Slot) LogSocket() string {
 	case p.role == RoleCommand:
 		return filepath.Join(p.inst.LogDir(), "cmd."+p.name+".out.sock")
 	case p.gen != 0:
-		return filepath.Join(p.inst.LogDir(), "g"+strconv.FormatUint(p.gen, 10)+".sock")
+		return filepath.Join(p.inst.LogDir(), "g"+strconv.FormatInt(p.gen, 10)+".sock")
 	case p.role == RoleSidecar:
 		return filepath.Join(p.inst.LogDir(), sidecarLogSocketPrefix+p.name+".sock")
 	}
@@ -240,7 +240,7 @@ var longestUnitSuffix = len("-sidecar-" + unit.UnitNameEscape("a"+strings.Repeat
 func (p Slot) UnitName() string {
 	switch {
 	case p.gen != 0:
-		return p.inst.unitStem() + "-g" + strconv.FormatUint(p.gen, 10) + ".service"
+		return p.inst.unitStem() + "-g" + strconv.FormatInt(p.gen, 10) + ".service"
 	case p.name != "":
 		return p.inst.unitStem() + "-" + string(p.role) + "-" + unit.UnitNameEscape(p.name) + ".service"
 	}

@@ -3,6 +3,7 @@ package layout
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 
@@ -18,7 +19,7 @@ func TestProcNames(t *testing.T) {
 	type names struct{ Launch, Exit, Log, ErrLog, Unit string }
 	tests := map[string]struct {
 		role Role
-		gen  uint64
+		gen  int64
 		name string
 		want names
 	}{
@@ -159,7 +160,7 @@ func TestProcRejectsBadPairs(t *testing.T) {
 	}
 	tests := map[string]struct {
 		role Role
-		gen  uint64
+		gen  int64
 	}{
 		"run without generation": {RoleApp, 0},
 		"seed with generation":   {RoleSeed, 2},
@@ -193,7 +194,7 @@ func TestLongNamesShortenUnitNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, _ := inst.Generation(^uint64(0))
+	g, _ := inst.Generation(math.MaxInt64)
 	if n := g.UnitName(); len(n) > 255 || !strings.HasPrefix(n, "unitlet-_"+inst.ShortID()+"-g") {
 		t.Errorf("unit name %q (%d bytes)", n, len(n))
 	}
@@ -251,7 +252,7 @@ func TestHasUnit(t *testing.T) {
 	}
 	a := inst("a", "b")
 	long := inst("ns", strings.Repeat("a-b", 20)+"."+strings.Repeat("a-b", 20))
-	unit := func(i Instance, role Role, n uint64, sidecar string) string {
+	unit := func(i Instance, role Role, n int64, sidecar string) string {
 		p, err := i.Slot(role, n, sidecar)
 		if err != nil {
 			t.Fatal(err)

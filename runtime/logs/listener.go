@@ -30,7 +30,7 @@ const (
 type Labels struct {
 	Namespace, Name, Host string
 	Role                  layout.Role
-	Generation            uint64
+	Generation            int64
 	Sidecar               string // the sidecar's name, role sidecar only
 	Stream                string // "" for combined output; "stderr" for cmd's second socket
 }

@@ -45,7 +45,7 @@ func (r Record) Line() string {
 // write into one file) and /<stream> for a second stream (cmd's stderr).
 type origin struct {
 	role    layout.Role
-	gen     uint64
+	gen     int64
 	sidecar string
 	stream  string
 }
@@ -59,7 +59,7 @@ const (
 func (o origin) String() string {
 	s := string(o.role)
 	if o.gen != 0 {
-		s = genPrefix + strconv.FormatUint(o.gen, 10)
+		s = genPrefix + strconv.FormatInt(o.gen, 10)
 	}
 	if o.sidecar != "" {
 		s += sidecarSep + o.sidecar
@@ -77,7 +77,7 @@ func parseOrigin(s string) (origin, error) {
 	head, sidecar, _ := strings.Cut(rest, sidecarSep)
 	o.stream, o.sidecar = stream, sidecar
 	if g, ok := strings.CutPrefix(head, genPrefix); ok {
-		if n, err := strconv.ParseUint(g, 10, 64); err == nil && n != 0 {
+		if n, err := strconv.ParseInt(g, 10, 64); err == nil && n > 0 {
 			o.role, o.gen = layout.RoleApp, n
 			return o, nil
 		}
@@ -92,7 +92,7 @@ func parseOrigin(s string) (origin, error) {
 // Filter says which records a reader wants.
 type Filter struct {
 	Role       layout.Role // "" or RoleApp: a generation's app; RoleSeed; RoleSidecar
-	Generation uint64      // run role only: 0 = every generation
+	Generation int64      // run role only: 0 = every generation
 	Sidecar    string      // role sidecar: the sidecar's name (required)
 	Since      time.Time   // zero: everything kept
 }

@@ -15,7 +15,7 @@ func BenchmarkStartToReady(b *testing.B) {
 	e := newEnv(b)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	var n uint64
+	var n int64
 	var startTook, prepTook time.Duration
 	for b.Loop() {
 		n++

@@ -76,7 +76,7 @@ var (
 )
 
 // request is generation n of Instance default/name at fakeFloor.
-func (e *fakeEnv) request(name string, n uint64) StartRequest {
+func (e *fakeEnv) request(name string, n int64) StartRequest {
 	return StartRequest{
 		Ref: GenerationRef("default", name, n), Host: name + ".example",
 		Command: []string{"/srv/app"}, Args: []string{"--gen=$(UNITLET_GENERATION)"},
@@ -85,7 +85,7 @@ func (e *fakeEnv) request(name string, n uint64) StartRequest {
 }
 
 // start starts generation n of name, which must run.
-func (e *fakeEnv) start(ctx context.Context, t testing.TB, name string, n uint64) StartResult {
+func (e *fakeEnv) start(ctx context.Context, t testing.TB, name string, n int64) StartResult {
 	t.Helper()
 	res := e.node.Start(ctx, e.request(name, n))
 	if res.Start.Kind != outcome.Running {

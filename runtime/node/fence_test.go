@@ -41,7 +41,7 @@ func TestPromoteMovesTheFence(t *testing.T) {
 		t.Fatal(err)
 	}
 	token := env[prepare.EnvAdminToken]
-	write := func(n uint64) int {
+	write := func(n int64) int {
 		app, _ := li.AppSocket(n)
 		return putSchedules(ctx, t, layout.ControlSocket(app), token)
 	}

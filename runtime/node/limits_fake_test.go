@@ -31,7 +31,7 @@ const (
 // "absent": cgroups.ErrParentAbsent).
 type overlapStep struct {
 	Do    overlapOp
-	Gen   uint64
+	Gen   int64
 	Limit cgroups.Tier
 	Err   string
 }

@@ -18,7 +18,7 @@ import (
 // retired and forgotten slot is not listed, nor another Instance's by
 // ListInstance.
 func TestListAfterRestart(t *testing.T) {
-	g := func(name string, n uint64) Ref { return GenerationRef("default", name, n) }
+	g := func(name string, n int64) Ref { return GenerationRef("default", name, n) }
 	tests := map[string]struct {
 		list      func(ctx context.Context, n *Node) ([]Ref, error)
 		want      []Ref
@@ -113,7 +113,7 @@ func TestRunBookkeeping(t *testing.T) {
 		fault   unitstest.Fault
 		raise   bool          // an overlap's raise is in place
 		timeout time.Duration // the caller goes away after it (0: stays)
-		gen     uint64        // the generation run against (0: 1)
+		gen     int64        // the generation run against (0: 1)
 		want    runSeen
 	}{
 		"ends by itself: parent kept at the floor": {

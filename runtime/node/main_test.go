@@ -110,7 +110,7 @@ func (e *env) newNode(t testing.TB) (*Node, *units.Direct) {
 }
 
 // appRequest is generation n of the test app in instance ns/name.
-func (e *env) appRequest(name string, n uint64) StartRequest {
+func (e *env) appRequest(name string, n int64) StartRequest {
 	return StartRequest{
 		Ref: GenerationRef("default", name, n), Host: name + ".example",
 		Command: []string{e.exe}, Args: []string{"app", "--gen=$(UNITLET_GENERATION)"},

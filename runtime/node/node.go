@@ -26,7 +26,7 @@ type InstanceRef struct {
 type Ref struct {
 	InstanceRef
 	Role       layout.Role
-	Generation uint64
+	Generation int64
 	Sidecar    string // the sidecar's name, role sidecar only
 	Command    string // the command's name, role command only
 }
@@ -37,7 +37,7 @@ func SidecarRef(namespace, name, sidecar string) Ref {
 }
 
 // GenerationRef is the slot of generation n's app.
-func GenerationRef(namespace, name string, n uint64) Ref {
+func GenerationRef(namespace, name string, n int64) Ref {
 	return Ref{InstanceRef: InstanceRef{namespace, name}, Role: layout.RoleApp, Generation: n}
 }
 

@@ -22,7 +22,7 @@ import (
 type RunRequest struct {
 	InstanceRef
 	Name       string // the command's name (layout.Instance.Command)
-	Generation uint64
+	Generation int64
 	Argv       []string
 	// Stdout and Stderr receive the command's two streams, apart, as
 	// written; each is written from one goroutine at a time.

@@ -155,7 +155,7 @@ const (
 	StateNotServing = "notServing"
 )
 
-func (n *Node) stateFunc(in *instance, gen uint64) func() string {
+func (n *Node) stateFunc(in *instance, gen int64) func() string {
 	return func() string {
 		if gen != 0 && in.fence.Serving() == gen {
 			return StateServing

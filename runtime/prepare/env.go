@@ -80,7 +80,7 @@ func platformEnv(req Request, p layout.Slot, token, appSocket string) map[string
 		delete(m, EnvAdminToken)
 	}
 	if p.Generation() != 0 {
-		m[EnvGeneration] = strconv.FormatUint(p.Generation(), 10)
+		m[EnvGeneration] = strconv.FormatInt(p.Generation(), 10)
 		m[EnvAppSocket] = appSocket
 		m[EnvControlSocket] = layout.ControlSocket(appSocket)
 	}

@@ -34,7 +34,7 @@ type Request struct {
 	// Generation: for the run role the generation prepared; for cmd the
 	// generation it runs against (its env comes from that launch file);
 	// 0 for seed and sidecar.
-	Generation uint64
+	Generation int64
 	// Name is the sidecar's or the command's name.
 	Name string
 	// SocketGID owns the run dir and sockets (so a proxy in that group can
@@ -310,7 +310,7 @@ func ensureToken(inst layout.Instance) (string, error) {
 // cmdEnv takes a cmd's env from its generation's launch file: the env that
 // generation runs with, not whatever the env files say now, but for
 // UNITLET_ROLE, which says it is a run.
-func cmdEnv(res *Result, inst layout.Instance, gen uint64) error {
+func cmdEnv(res *Result, inst layout.Instance, gen int64) error {
 	g, err := inst.Generation(gen)
 	if err != nil {
 		return err

@@ -67,7 +67,7 @@ func newFixtureAt(t testing.TB, runParent string) fixture {
 	return fixture{inst: inst, file: file, fence: fence}
 }
 
-func (f fixture) request(role layout.Role, gen uint64) Request {
+func (f fixture) request(role layout.Role, gen int64) Request {
 	return Request{
 		Instance: f.inst, Host: "shop.example.com", Role: role, Generation: gen,
 		SocketGID: nobody, App: launch.Identity{UID: nobody, GID: nobody},
@@ -356,7 +356,7 @@ func TestMalformedEnvFileNamesLine(t *testing.T) {
 
 // assertNoListeners: after a failed prepare no socket of generation gen
 // is left bound.
-func assertNoListeners(t *testing.T, f fixture, gen uint64) {
+func assertNoListeners(t *testing.T, f fixture, gen int64) {
 	t.Helper()
 	p, _ := f.inst.Generation(gen)
 	app, _ := f.inst.AppSocket(gen)

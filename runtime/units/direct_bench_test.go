@@ -43,7 +43,7 @@ func BenchmarkDirectStart(b *testing.B) {
 	be := env.backend(b, 1<<40)
 	// Generations are never reused: each start gets the next, across
 	// the benchmark's repeated runs.
-	var gen uint64
+	var gen int64
 	startKill := func(b *testing.B) {
 		b.StopTimer()
 		gen++

@@ -27,7 +27,7 @@ type starterArgs struct {
 	Layout     layout.Layout
 	Exe        string
 	Name       string
-	Generation uint64
+	Generation int64
 	// Stop is "before-shim" or "after-shim".
 	Stop string
 }

@@ -45,7 +45,7 @@ func idlePids(t *testing.T, b *Direct) []int {
 }
 
 // startRunning starts generation n of name and kills it at the end.
-func startRunning(t *testing.T, e *dEnv, b *Direct, name string, n uint64) (layout.Slot, outcome.Start) {
+func startRunning(t *testing.T, e *dEnv, b *Direct, name string, n int64) (layout.Slot, outcome.Start) {
 	t.Helper()
 	p := makeProc(t, e.lay, name, n, "/bin/sleep", "1000")
 	got := b.Start(context.Background(), Spec{Proc: p})

@@ -22,7 +22,7 @@ func TestList(t *testing.T) {
 			byInst := map[string]map[string]string{}
 			for _, u := range []struct {
 				name string
-				n    uint64
+				n    int64
 			}{{"list", 1}, {"list", 2}, {"list-other", 1}} {
 				p := makeProc(t, be.lay, u.name, u.n, "/bin/sleep", "1000")
 				got := b.Start(ctx, Spec{Proc: p})

@@ -19,7 +19,7 @@ func BenchmarkSystemdStart(b *testing.B) {
 	b.Run("backend", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			b.StopTimer()
-			p := env.proc(b, "bench", uint64(i+1), "/bin/sleep", "1000")
+			p := env.proc(b, "bench", int64(i+1), "/bin/sleep", "1000")
 			b.StartTimer()
 			if got := be.Start(ctx, Spec{Proc: p}); got.Kind != outcome.Running {
 				b.Fatalf("start: %v (%v)", got.Kind, got.Cause)
@@ -34,7 +34,7 @@ func BenchmarkSystemdStart(b *testing.B) {
 	b.Run("raw", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			b.StopTimer()
-			p := env.proc(b, "rawbench", uint64(i+1), "/bin/sleep", "1000")
+			p := env.proc(b, "rawbench", int64(i+1), "/bin/sleep", "1000")
 			props, err := be.serviceProps(Spec{Proc: p})
 			if err != nil {
 				b.Fatal(err)

@@ -72,14 +72,14 @@ func (e *sdEnv) backend(t testing.TB, budget time.Duration) *Systemd {
 
 // proc prepares generation n of instance name: its dirs and a launch
 // file running argv.
-func (e *sdEnv) proc(t testing.TB, name string, n uint64, argv ...string) layout.Slot {
+func (e *sdEnv) proc(t testing.TB, name string, n int64, argv ...string) layout.Slot {
 	t.Helper()
 	return makeProc(t, e.lay, name, n, argv...)
 }
 
 // makeProc prepares generation n of instance name under lay: its dirs
 // and a launch file running argv.
-func makeProc(t testing.TB, lay layout.Layout, name string, n uint64, argv ...string) layout.Slot {
+func makeProc(t testing.TB, lay layout.Layout, name string, n int64, argv ...string) layout.Slot {
 	t.Helper()
 	return makeSlot(t, lay, name, func(i layout.Instance) (layout.Slot, error) { return i.Generation(n) }, argv...)
 }

@@ -2,6 +2,7 @@ package units
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"testing"
 
@@ -15,12 +16,12 @@ func TestParseUnitNameInvertsUnitName(t *testing.T) {
 	type slot struct {
 		NS, Name string
 		Role     layout.Role
-		Gen      uint64
+		Gen      int64
 		Named    string // sidecar's or run's name
 	}
 	tests := map[string]slot{
 		"generation":           {"ns1", "web", layout.RoleApp, 3, ""},
-		"dashes and dots":      {"a-b", "c-d.e-f", layout.RoleApp, 18446744073709551615, ""},
+		"dashes and dots":      {"a-b", "c-d.e-f", layout.RoleApp, math.MaxInt64, ""},
 		"seed":                 {"x", "y", layout.RoleSeed, 0, ""},
 		"sidecar":              {"x-y", "z", layout.RoleSidecar, 0, "cache"},
 		"dashed sidecar":       {"x", "y-z", layout.RoleSidecar, 0, "log-shipper-2"},

@@ -36,7 +36,7 @@ func instanceLayout(t *testing.T, a *agentproc.Agent, name string) layout.Instan
 func askApp(t *testing.T, a *agentproc.Agent, name, path string) (string, error) {
 	t.Helper()
 	n := kube.Instance(t, name).Status.ActiveGeneration
-	sock, err := instanceLayout(t, a, name).AppSocket(uint64(n))
+	sock, err := instanceLayout(t, a, name).AppSocket(int64(n))
 	if err != nil {
 		return "", err
 	}

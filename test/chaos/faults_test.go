@@ -174,7 +174,7 @@ func controllerHolds(o client.Object) bool {
 }
 
 // unitOf is the unit name of generation n of Instance name on a's node.
-func unitOf(t *testing.T, a *agentproc.Agent, name string, n uint64) string {
+func unitOf(t *testing.T, a *agentproc.Agent, name string, n int64) string {
 	t.Helper()
 	li, err := a.Layout().Instance(testutil.Namespace, name)
 	if err != nil {

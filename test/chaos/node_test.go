@@ -53,7 +53,7 @@ func instanceCgroup(a *agentproc.Agent, name string) string {
 
 // genCgroup is where generation n of Instance name runs on a's node.
 func genCgroup(a *agentproc.Agent, name string, n int64) string {
-	child, _ := layout.GenerationCgroup(uint64(n))
+	child, _ := layout.GenerationCgroup(int64(n))
 	return filepath.Join(instanceCgroup(a, name), child)
 }
 

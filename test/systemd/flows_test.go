@@ -175,7 +175,7 @@ func TestReplaceSuspendDelete(t *testing.T) {
 		c := meta.FindStatusCondition(i.Status.Conditions, v1.ConditionReady)
 		return c != nil && c.Reason == v1.ReasonSuspended && c.Status == "True", testutil.Conditions(i.Status.Conditions)
 	})
-	for n := uint64(1); n <= 2; n++ {
+	for n := int64(1); n <= 2; n++ {
 		p := proc(t, li, n)
 		if load, active := unitState(t, c, p.UnitName()); active != "inactive" {
 			t.Errorf("suspended, yet systemd says %s is %s/%s", p.UnitName(), load, active)
@@ -200,7 +200,7 @@ func TestReplaceSuspendDelete(t *testing.T) {
 	if us := activeUnits(t, c, li); len(us) != 0 {
 		t.Errorf("after delete systemd still holds units of the instance: %v", us)
 	}
-	for n := uint64(1); n <= 3; n++ {
+	for n := int64(1); n <= 3; n++ {
 		p := proc(t, li, n)
 		if load, active := unitState(t, c, p.UnitName()); active != "inactive" {
 			t.Errorf("after delete systemd says %s is %s/%s", p.UnitName(), load, active)

@@ -51,7 +51,7 @@ func instanceLayout(t *testing.T, name string) layout.Instance {
 }
 
 // proc is generation n's process slot of li.
-func proc(t *testing.T, li layout.Instance, n uint64) layout.Slot {
+func proc(t *testing.T, li layout.Instance, n int64) layout.Slot {
 	t.Helper()
 	p, err := li.Generation(n)
 	if err != nil {

@@ -21,7 +21,7 @@ type ReadFile func(path string) ([]byte, error)
 
 // ExitRecord is how and when generation n's main process ended, as its
 // shim or systemd's ExecStopPost wrote it.
-func ExitRecord(read ReadFile, li layout.Instance, n uint64) (record.Exit, error) {
+func ExitRecord(read ReadFile, li layout.Instance, n int64) (record.Exit, error) {
 	var e record.Exit
 	err := readRecord(read, li, n, record.ExitSuffix, &e)
 	return e, err
@@ -29,7 +29,7 @@ func ExitRecord(read ReadFile, li layout.Instance, n uint64) (record.Exit, error
 
 // HandedOffAt is when the direct backend handed generation n's start off
 // (its start record is written first): nothing of it ran before.
-func HandedOffAt(read ReadFile, li layout.Instance, n uint64) (time.Time, error) {
+func HandedOffAt(read ReadFile, li layout.Instance, n int64) (time.Time, error) {
 	var s record.Start
 	if err := readRecord(read, li, n, record.StartSuffix, &s); err != nil {
 		return time.Time{}, err
@@ -37,7 +37,7 @@ func HandedOffAt(read ReadFile, li layout.Instance, n uint64) (time.Time, error)
 	return s.At, nil
 }
 
-func readRecord(read ReadFile, li layout.Instance, n uint64, suffix string, into any) error {
+func readRecord(read ReadFile, li layout.Instance, n int64, suffix string, into any) error {
 	p, err := li.Generation(n)
 	if err != nil {
 		return err
