@@ -20,19 +20,19 @@ func (d disabled) err() error {
 	return fmt.Errorf("%w: %w", ErrNoDelegation, d.why)
 }
 
-func (disabled) Mode() Mode                                      { return ModeNone }
-func (disabled) Parent() string                                  { return "" }
-func (d disabled) EnsureParent(Tier) error                       { return d.err() }
+func (disabled) Mode() Mode                                     { return ModeNone }
+func (disabled) Parent() string                                 { return "" }
+func (d disabled) EnsureParent(Tier) error                      { return d.err() }
 func (d disabled) CreateGeneration(int64, Tier) (string, error) { return "", d.err() }
-func (d disabled) CreateRole(string) (string, error)             { return "", d.err() }
-func (d disabled) RaiseParent(Tier) error                        { return d.err() }
-func (d disabled) RestoreParent(Tier) error                      { return d.err() }
-func (d disabled) Place(int, string) error                       { return d.err() }
-func (d disabled) Populated(string) (bool, error)                { return false, d.err() }
-func (d disabled) Pids(string) ([]int, error)                    { return nil, d.err() }
-func (d disabled) Limits(string) (Limits, error)                 { return Limits{}, d.err() }
-func (d disabled) RemoveChild(string) error                      { return d.err() }
-func (d disabled) Remove() error                                 { return d.err() }
+func (d disabled) CreateRole(string) (string, error)            { return "", d.err() }
+func (d disabled) RaiseParent(Tier) error                       { return d.err() }
+func (d disabled) RestoreParent(Tier) error                     { return d.err() }
+func (d disabled) Place(int, string) error                      { return d.err() }
+func (d disabled) Populated(string) (bool, error)               { return false, d.err() }
+func (d disabled) Pids(string) ([]int, error)                   { return nil, d.err() }
+func (d disabled) Limits(string) (Limits, error)                { return Limits{}, d.err() }
+func (d disabled) RemoveChild(string) error                     { return d.err() }
+func (d disabled) Remove() error                                { return d.err() }
 
 func (d disabled) KillAndEmpty(_ context.Context, child string) Proof {
 	return Proof{Child: child, Reason: ReasonNoDelegation, Err: d.err()}

@@ -28,7 +28,7 @@ type Identity struct {
 	Namespace  string `json:"namespace"`
 	Name       string `json:"name"`
 	Host       string `json:"host"`
-	Generation int64 `json:"generation"`
+	Generation int64  `json:"generation"`
 }
 
 // Config is one generation's control server.

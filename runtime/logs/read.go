@@ -92,7 +92,7 @@ func parseOrigin(s string) (origin, error) {
 // Filter says which records a reader wants.
 type Filter struct {
 	Role       layout.Role // "" or RoleApp: a generation's app; RoleSeed; RoleSidecar
-	Generation int64      // run role only: 0 = every generation
+	Generation int64       // run role only: 0 = every generation
 	Sidecar    string      // role sidecar: the sidecar's name (required)
 	Since      time.Time   // zero: everything kept
 }

@@ -113,7 +113,7 @@ func TestRunBookkeeping(t *testing.T) {
 		fault   unitstest.Fault
 		raise   bool          // an overlap's raise is in place
 		timeout time.Duration // the caller goes away after it (0: stays)
-		gen     int64        // the generation run against (0: 1)
+		gen     int64         // the generation run against (0: 1)
 		want    runSeen
 	}{
 		"ends by itself: parent kept at the floor": {

@@ -49,7 +49,7 @@ type Identity struct {
 	Namespace  string `json:"namespace"`
 	Name       string `json:"name"`
 	Role       string `json:"role"`
-	Generation int64 `json:"generation,omitempty"`
+	Generation int64  `json:"generation,omitempty"`
 	Sidecar    string `json:"sidecar,omitempty"` // the sidecar's name, role sidecar only
 	Command    string `json:"run,omitempty"`     // the command's name (stored as "run")
 }
