@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	hostingv1alpha1 "github.com/unitlet/unitlet/api/v1alpha1"
+	v1 "github.com/unitlet/unitlet/api/v1alpha1"
 	"github.com/unitlet/unitlet/internal/scheme"
 	"github.com/unitlet/unitlet/internal/version"
 )
@@ -68,7 +68,7 @@ func run(ctx context.Context, opts Options, log logr.Logger, j joining) error {
 	}
 	// The agent's cache holds only this node's Instances and Generations,
 	// so the API server's watch, not the agent, bears the cluster's size.
-	onNode := fields.OneTermEqualSelector(hostingv1alpha1.FieldNodeName, opts.NodeName)
+	onNode := fields.OneTermEqualSelector(v1.FieldNodeName, opts.NodeName)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: scheme.New(),
 		// The probes are served by setupEnrollment's probeServer, which
@@ -83,10 +83,10 @@ func run(ctx context.Context, opts Options, log logr.Logger, j joining) error {
 			// server's.
 			DefaultTransform: cache.TransformStripManagedFields(),
 			ByObject: map[client.Object]cache.ByObject{
-				&hostingv1alpha1.Instance{}:   {Field: onNode},
-				&hostingv1alpha1.Generation{}: {Field: onNode},
+				&v1.Instance{}:   {Field: onNode},
+				&v1.Generation{}: {Field: onNode},
 				// Its own Enrollment only, which the RBAC and policy allow.
-				&hostingv1alpha1.Enrollment{}: {Field: fields.OneTermEqualSelector("metadata.name", opts.NodeName)},
+				&v1.Enrollment{}: {Field: fields.OneTermEqualSelector("metadata.name", opts.NodeName)},
 			}},
 	})
 	if err != nil {

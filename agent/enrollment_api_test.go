@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	hostingv1alpha1 "github.com/unitlet/unitlet/api/v1alpha1"
+	v1 "github.com/unitlet/unitlet/api/v1alpha1"
 	"github.com/unitlet/unitlet/controllers"
 	"github.com/unitlet/unitlet/internal/hostgate"
 	"github.com/unitlet/unitlet/internal/scheme"
@@ -60,7 +60,7 @@ func TestEnrollmentBackoffSchedule(t *testing.T) {
 func TestEnrollmentWithoutAPI(t *testing.T) {
 	cfg := &rest.Config{Host: "http://" + deadAddress(t)}
 	mapper := meta.NewDefaultRESTMapper(nil)
-	mapper.Add(hostingv1alpha1.GroupVersion.WithKind("Enrollment"), meta.RESTScopeRoot)
+	mapper.Add(v1.GroupVersion.WithKind("Enrollment"), meta.RESTScopeRoot)
 	c, err := client.New(cfg, client.Options{Scheme: scheme.New(), Mapper: mapper})
 	if err != nil {
 		t.Fatal(err)

@@ -13,7 +13,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	hostingv1alpha1 "github.com/unitlet/unitlet/api/v1alpha1"
+	v1 "github.com/unitlet/unitlet/api/v1alpha1"
 	"github.com/unitlet/unitlet/internal/testkit/testutil"
 
 	"github.com/unitlet/unitlet/runtime/join"
@@ -112,7 +112,7 @@ func TestTwoAgentsOneNodeName(t *testing.T) {
 		}
 		return nil
 	}))
-	enr := &hostingv1alpha1.Enrollment{}
+	enr := &v1.Enrollment{}
 	for range 5 {
 		if err := env.Client.Get(context.Background(), client.ObjectKey{Name: node}, enr); err != nil {
 			t.Fatal(err)

@@ -21,7 +21,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	hostingv1alpha1 "github.com/unitlet/unitlet/api/v1alpha1"
+	v1 "github.com/unitlet/unitlet/api/v1alpha1"
 	"github.com/unitlet/unitlet/internal/scheme"
 	"github.com/unitlet/unitlet/internal/testkit/testenv"
 )
@@ -117,16 +117,16 @@ func installAgentCredentials(t *testing.T) {
 		"config/rbac/lease_role_binding.yaml", "config/policy/node_scoped_agent.yaml", "config/policy/agent_own_lease.yaml")
 }
 
-func instanceOn(node, name string) *hostingv1alpha1.Instance {
-	return &hostingv1alpha1.Instance{
+func instanceOn(node, name string) *v1.Instance {
+	return &v1.Instance{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
-		Spec: hostingv1alpha1.InstanceSpec{
+		Spec: v1.InstanceSpec{
 			Host:     name + ".example.com",
 			NodeName: node,
-			Template: hostingv1alpha1.Template{
+			Template: v1.Template{
 				Command: []string{"/bin/sleep"},
 				Args:    []string{"600"},
-				Tier: hostingv1alpha1.Tier{
+				Tier: v1.Tier{
 					Memory: resource.MustParse("256Mi"),
 					CPU:    resource.MustParse("500m"),
 					Pids:   512,
@@ -136,7 +136,7 @@ func instanceOn(node, name string) *hostingv1alpha1.Instance {
 	}
 }
 
-func createInstance(t *testing.T, inst *hostingv1alpha1.Instance) {
+func createInstance(t *testing.T, inst *v1.Instance) {
 	t.Helper()
 	if err := env.Client.Create(context.Background(), inst); err != nil {
 		t.Fatal(err)

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	hostingv1alpha1 "github.com/unitlet/unitlet/api/v1alpha1"
+	v1 "github.com/unitlet/unitlet/api/v1alpha1"
 	"github.com/unitlet/unitlet/runtime/join"
 )
 
@@ -27,7 +27,7 @@ func TestLeaseThatCannotBeWritten(t *testing.T) {
 	a := startAgent(t, node, opts)
 	stage := join.StageLeaseNotHeld
 	enr := a.expectStage(t, http.StatusServiceUnavailable, stage)
-	if got := condStatus(enr, hostingv1alpha1.ConditionNodeLease); !strings.HasPrefix(got, "False/"+hostingv1alpha1.ReasonLeaseNotRenewed+":") || !strings.Contains(got, "no-lease-here") {
+	if got := condStatus(enr, v1.ConditionNodeLease); !strings.HasPrefix(got, "False/"+v1.ReasonLeaseNotRenewed+":") || !strings.Contains(got, "no-lease-here") {
 		t.Errorf("NodeLease = %s, want False/LeaseNotRenewed naming the namespace", got)
 	}
 	if _, body, err := a.get("/hostingz"); err != nil || !strings.Contains(body, "no-lease-here") {

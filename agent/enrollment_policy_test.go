@@ -14,7 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	hostingv1alpha1 "github.com/unitlet/unitlet/api/v1alpha1"
+	v1 "github.com/unitlet/unitlet/api/v1alpha1"
 	"github.com/unitlet/unitlet/internal/testkit/testutil"
 )
 
@@ -26,7 +26,7 @@ func grantInstanceWrites(t *testing.T) {
 	ctx := context.Background()
 	role := &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: "test-agent-instance-writes"},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{hostingv1alpha1.GroupVersion.Group},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{v1.GroupVersion.Group},
 			Resources: []string{"instances", "instances/status", "enrollments"}, Verbs: []string{"get", "update", "patch"}}},
 	}
 	binding := &rbacv1.ClusterRoleBinding{
@@ -59,8 +59,8 @@ func TestAgentWritesOnlyItsOwnNode(t *testing.T) {
 	createInstance(t, instB)
 	agentA, agentNoClaim := agentClient(t, "policy-node-a"), agentClient(t, "")
 
-	annotate := func(c client.Client, inst *hostingv1alpha1.Instance) error {
-		var cur hostingv1alpha1.Instance
+	annotate := func(c client.Client, inst *v1.Instance) error {
+		var cur v1.Instance
 		if err := c.Get(ctx, client.ObjectKeyFromObject(inst), &cur); err != nil {
 			return err
 		}
@@ -86,22 +86,22 @@ func TestAgentWritesOnlyItsOwnNode(t *testing.T) {
 	}
 
 	for _, enr := range []string{"policy-node-a", "policy-node-b"} {
-		t.Cleanup(func() { deleteForce(t, &hostingv1alpha1.Enrollment{ObjectMeta: metav1.ObjectMeta{Name: enr}}) })
+		t.Cleanup(func() { deleteForce(t, &v1.Enrollment{ObjectMeta: metav1.ObjectMeta{Name: enr}}) })
 	}
-	if err := agentA.Create(ctx, &hostingv1alpha1.Enrollment{ObjectMeta: metav1.ObjectMeta{Name: "policy-node-a"}}); err != nil {
+	if err := agentA.Create(ctx, &v1.Enrollment{ObjectMeta: metav1.ObjectMeta{Name: "policy-node-a"}}); err != nil {
 		t.Errorf("node A's agent creating its own Enrollment: %v", err)
 	}
-	err := agentA.Create(ctx, &hostingv1alpha1.Enrollment{ObjectMeta: metav1.ObjectMeta{Name: "policy-node-b"}})
+	err := agentA.Create(ctx, &v1.Enrollment{ObjectMeta: metav1.ObjectMeta{Name: "policy-node-b"}})
 	if err := refused(err, wantOtherNode+": this Enrollment belongs to node policy-node-b"); err != nil {
 		t.Errorf("node A's agent creating node B's Enrollment: %v", err)
 	}
 	// An administrator made B's Enrollment; A's agent cannot write its status.
-	enrB := &hostingv1alpha1.Enrollment{ObjectMeta: metav1.ObjectMeta{Name: "policy-node-b"}}
+	enrB := &v1.Enrollment{ObjectMeta: metav1.ObjectMeta{Name: "policy-node-b"}}
 	if err := env.Client.Create(ctx, enrB); err != nil {
 		t.Fatal(err)
 	}
 	patch := client.MergeFrom(enrB.DeepCopy())
-	enrB.Status.Mode = hostingv1alpha1.ModeHosting
+	enrB.Status.Mode = v1.ModeHosting
 	if err := refused(agentA.Status().Patch(ctx, enrB, patch), wantOtherNode); err != nil {
 		t.Errorf("node A's agent writing node B's Enrollment status: %v", err)
 	}
@@ -127,18 +127,18 @@ func TestAgentCannotApproveOrEditSpecs(t *testing.T) {
 		return nil
 	}
 	const wantApproval = "may not set or change an Enrollment's spec"
-	t.Cleanup(func() { deleteForce(t, &hostingv1alpha1.Enrollment{ObjectMeta: metav1.ObjectMeta{Name: node}}) })
+	t.Cleanup(func() { deleteForce(t, &v1.Enrollment{ObjectMeta: metav1.ObjectMeta{Name: node}}) })
 	testutil.Eventually(t, "an agent creating its Enrollment approved is refused", waitLimit, pollEvery, testutil.Succeeds(func() error {
-		enr := &hostingv1alpha1.Enrollment{ObjectMeta: metav1.ObjectMeta{Name: node}, Spec: hostingv1alpha1.EnrollmentSpec{Approved: true}}
+		enr := &v1.Enrollment{ObjectMeta: metav1.ObjectMeta{Name: node}, Spec: v1.EnrollmentSpec{Approved: true}}
 		return refused(agent.Create(ctx, enr), wantApproval)
 	}))
-	grant := &hostingv1alpha1.UserGrant{ObjectMeta: metav1.ObjectMeta{Name: "policy-root"},
-		Spec: hostingv1alpha1.UserGrantSpec{User: "root", Namespaces: []string{"default"}, Nodes: []string{node}}}
+	grant := &v1.UserGrant{ObjectMeta: metav1.ObjectMeta{Name: "policy-root"},
+		Spec: v1.UserGrantSpec{User: "root", Namespaces: []string{"default"}, Nodes: []string{node}}}
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), grant) })
 	if err := agent.Create(ctx, grant); !apierrors.IsForbidden(err) {
 		t.Errorf("the agent granting root to a namespace on its node: err = %v, want Forbidden", err)
 	}
-	enr := &hostingv1alpha1.Enrollment{ObjectMeta: metav1.ObjectMeta{Name: node}}
+	enr := &v1.Enrollment{ObjectMeta: metav1.ObjectMeta{Name: node}}
 	if err := agent.Create(ctx, enr); err != nil {
 		t.Fatalf("the agent creating its Enrollment unapproved: %v", err)
 	}
@@ -149,7 +149,7 @@ func TestAgentCannotApproveOrEditSpecs(t *testing.T) {
 	}
 	// Approved by an administrator: the agent cannot take it back either,
 	// yet writes its status.
-	var cur hostingv1alpha1.Enrollment
+	var cur v1.Enrollment
 	if err := env.Client.Get(ctx, client.ObjectKey{Name: node}, &cur); err != nil {
 		t.Fatal(err)
 	}
@@ -166,12 +166,12 @@ func TestAgentCannotApproveOrEditSpecs(t *testing.T) {
 		t.Fatal(err)
 	}
 	patch = client.MergeFrom(cur.DeepCopy())
-	cur.Status.Mode = hostingv1alpha1.ModeJoining
+	cur.Status.Mode = v1.ModeJoining
 	if err := agent.Status().Patch(ctx, &cur, patch); err != nil {
 		t.Errorf("the agent writing its Enrollment's status: %v", err)
 	}
 
-	var got hostingv1alpha1.Instance
+	var got v1.Instance
 	if err := agent.Get(ctx, client.ObjectKeyFromObject(inst), &got); err != nil {
 		t.Fatal(err)
 	}
@@ -280,9 +280,9 @@ func TestAgentClaimsHostsOnlyForItsNode(t *testing.T) {
 	ctx := testCtx(t)
 	installAgentCredentials(t)
 	agentA := agentClient(t, "policy-node-a")
-	claim := func(host, node string) *hostingv1alpha1.HostClaim {
-		return &hostingv1alpha1.HostClaim{ObjectMeta: metav1.ObjectMeta{Name: host},
-			Spec: hostingv1alpha1.HostClaimSpec{Namespace: "default", Name: "policy-claim", UID: "u-policy-claim", NodeName: node}}
+	claim := func(host, node string) *v1.HostClaim {
+		return &v1.HostClaim{ObjectMeta: metav1.ObjectMeta{Name: host},
+			Spec: v1.HostClaimSpec{Namespace: "default", Name: "policy-claim", UID: "u-policy-claim", NodeName: node}}
 	}
 	refused := func(err error, want string) error {
 		if err == nil || !strings.Contains(err.Error(), want) {

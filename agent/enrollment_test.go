@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
-	hostingv1alpha1 "github.com/unitlet/unitlet/api/v1alpha1"
+	v1 "github.com/unitlet/unitlet/api/v1alpha1"
 	"github.com/unitlet/unitlet/internal/hostgate"
 	"github.com/unitlet/unitlet/internal/testkit/testutil"
 	"github.com/unitlet/unitlet/internal/version"
@@ -54,7 +54,7 @@ func (p *hostingProbe) setup(mgr ctrl.Manager, opts Options) error {
 		p.closes++
 		return nil
 	})
-	return ctrl.NewControllerManagedBy(mgr).For(&hostingv1alpha1.Instance{}).Named("test-hosting-probe").
+	return ctrl.NewControllerManagedBy(mgr).For(&v1.Instance{}).Named("test-hosting-probe").
 		// Each test's agent registers it once in this one process.
 		WithOptions(controller.Options{SkipNameValidation: ptr.To(true)}).
 		Complete(reconcileFunc(func(_ context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -130,7 +130,7 @@ func startAgent(t *testing.T, node string, opts Options, tune ...func(*joining))
 	}
 	t.Cleanup(func() { _ = a.stop() })
 	t.Cleanup(func() {
-		deleteForce(t, &hostingv1alpha1.Enrollment{ObjectMeta: metav1.ObjectMeta{Name: node}})
+		deleteForce(t, &v1.Enrollment{ObjectMeta: metav1.ObjectMeta{Name: node}})
 	})
 	return a
 }
@@ -149,9 +149,9 @@ func (a *testAgent) get(path string) (int, string, error) {
 // expectStage waits until /hostingz answers code (naming stage when not
 // hosting), readiness and liveness answer 200 and the Enrollment's
 // Hosting condition has stage as its reason.
-func (a *testAgent) expectStage(t *testing.T, code int, stage join.Stage) *hostingv1alpha1.Enrollment {
+func (a *testAgent) expectStage(t *testing.T, code int, stage join.Stage) *v1.Enrollment {
 	t.Helper()
-	var enr hostingv1alpha1.Enrollment
+	var enr v1.Enrollment
 	testutil.Eventually(t, fmt.Sprintf("stage %s, readiness %d", stage, code), waitLimit, pollEvery, testutil.Succeeds(func() error {
 		got, body, err := a.get("/hostingz")
 		if err != nil || got != code {
@@ -169,7 +169,7 @@ func (a *testAgent) expectStage(t *testing.T, code int, stage join.Stage) *hosti
 		if err := env.Client.Get(context.Background(), client.ObjectKey{Name: a.node}, &enr); err != nil {
 			return err
 		}
-		c := apimeta.FindStatusCondition(enr.Status.Conditions, hostingv1alpha1.ConditionHosting)
+		c := apimeta.FindStatusCondition(enr.Status.Conditions, v1.ConditionHosting)
 		if c == nil || c.Reason != string(stage) {
 			return fmt.Errorf("Hosting condition %+v, want reason %s", c, stage)
 		}
@@ -180,7 +180,7 @@ func (a *testAgent) expectStage(t *testing.T, code int, stage join.Stage) *hosti
 
 func setApproved(t *testing.T, node string, approved bool) {
 	t.Helper()
-	var enr hostingv1alpha1.Enrollment
+	var enr v1.Enrollment
 	if err := env.Client.Get(context.Background(), client.ObjectKey{Name: node}, &enr); err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +191,7 @@ func setApproved(t *testing.T, node string, approved bool) {
 	}
 }
 
-func condStatus(enr *hostingv1alpha1.Enrollment, typ string) string {
+func condStatus(enr *v1.Enrollment, typ string) string {
 	if c := apimeta.FindStatusCondition(enr.Status.Conditions, typ); c != nil {
 		return string(c.Status) + "/" + c.Reason + ": " + c.Message
 	}
@@ -242,8 +242,8 @@ func TestModeFlow(t *testing.T) {
 	// Joining, not approved: 503 naming AwaitingApproval; the guard is not
 	// armed (the state root is open to all) and nothing is prepared yet.
 	enr := a.expectStage(t, http.StatusServiceUnavailable, join.StageAwaitingApproval)
-	if enr.Status.Mode != hostingv1alpha1.ModeJoining || !strings.HasPrefix(condStatus(enr, hostingv1alpha1.ConditionGuardArmed), "False/GuardCheckFailed:") || !strings.Contains(condStatus(enr, hostingv1alpha1.ConditionGuardArmed), "StateRoot:") {
-		t.Errorf("joining Enrollment: mode %q, GuardArmed %s", enr.Status.Mode, condStatus(enr, hostingv1alpha1.ConditionGuardArmed))
+	if enr.Status.Mode != v1.ModeJoining || !strings.HasPrefix(condStatus(enr, v1.ConditionGuardArmed), "False/GuardCheckFailed:") || !strings.Contains(condStatus(enr, v1.ConditionGuardArmed), "StateRoot:") {
+		t.Errorf("joining Enrollment: mode %q, GuardArmed %s", enr.Status.Mode, condStatus(enr, v1.ConditionGuardArmed))
 	}
 	id, _ := join.ReadIdentity("", "")
 	if enr.Status.MachineID != id.MachineID || enr.Status.BootID != id.BootID || enr.Status.Kernel != id.Kernel ||
@@ -261,7 +261,7 @@ func TestModeFlow(t *testing.T) {
 	// but leaves the open state root alone, so the guard stays unarmed.
 	setApproved(t, node, true)
 	enr = a.expectStage(t, http.StatusServiceUnavailable, join.StageGuardNotArmed)
-	if got := condStatus(enr, hostingv1alpha1.ConditionEnrolled); !strings.HasPrefix(got, "True/Approved") {
+	if got := condStatus(enr, v1.ConditionEnrolled); !strings.HasPrefix(got, "True/Approved") {
 		t.Errorf("Enrolled = %s, want True/Approved", got)
 	}
 	testutil.Eventually(t, "run root prepared", waitLimit, pollEvery, testutil.Succeeds(func() error { _, err := os.Stat(opts.RunRoot); return err }))
@@ -273,10 +273,10 @@ func TestModeFlow(t *testing.T) {
 		t.Fatal(err)
 	}
 	enr = a.expectStage(t, http.StatusOK, join.StageHosting)
-	if enr.Status.Mode != hostingv1alpha1.ModeHosting {
+	if enr.Status.Mode != v1.ModeHosting {
 		t.Errorf("hosting Enrollment mode %q", enr.Status.Mode)
 	}
-	for _, c := range []string{hostingv1alpha1.ConditionGuardArmed, hostingv1alpha1.ConditionEnrolled, hostingv1alpha1.ConditionHosting} {
+	for _, c := range []string{v1.ConditionGuardArmed, v1.ConditionEnrolled, v1.ConditionHosting} {
 		if got := condStatus(enr, c); !strings.HasPrefix(got, "True/") {
 			t.Errorf("%s = %s, want True", c, got)
 		}
@@ -292,7 +292,7 @@ func TestModeFlow(t *testing.T) {
 	// work, the reconcilers are not registered again.
 	setApproved(t, node, false)
 	enr = a.expectStage(t, http.StatusServiceUnavailable, join.StageApprovalRevoked)
-	if got := condStatus(enr, hostingv1alpha1.ConditionEnrolled); !strings.HasPrefix(got, "False/ApprovalRevoked") {
+	if got := condStatus(enr, v1.ConditionEnrolled); !strings.HasPrefix(got, "False/ApprovalRevoked") {
 		t.Errorf("Enrolled = %s, want False/ApprovalRevoked", got)
 	}
 	if calls, accepting, _ := a.probe.state(); calls != 1 || accepting {
@@ -340,7 +340,7 @@ func TestEnrollmentNotRequired(t *testing.T) {
 	if calls, accepting, _ := a.probe.state(); calls != 1 || !accepting {
 		t.Errorf("setupHosting calls %d, accepting %v; want 1, true", calls, accepting)
 	}
-	var enr hostingv1alpha1.Enrollment
+	var enr v1.Enrollment
 	if err := env.Client.Get(context.Background(), client.ObjectKey{Name: "dev-node"}, &enr); !isNotFound(err) {
 		t.Errorf("Enrollment without enrollment required: %v", err)
 	}
@@ -366,12 +366,12 @@ func (a *testAgent) probeEvery() time.Duration { return 100 * time.Millisecond }
 // expectIdle: no reconciler ran for inst. The probe saw nothing, and the
 // Instance carries no lease (finalizer) and no status, which is what the
 // real reconcilers write first.
-func (a *testAgent) expectIdle(t *testing.T, inst *hostingv1alpha1.Instance) {
+func (a *testAgent) expectIdle(t *testing.T, inst *v1.Instance) {
 	t.Helper()
 	if calls, accepting, seen := a.probe.state(); calls != 0 || accepting || seen != 0 {
 		t.Errorf("while joining: setupHosting calls %d, accepting %v, Instances seen %d", calls, accepting, seen)
 	}
-	var cur hostingv1alpha1.Instance
+	var cur v1.Instance
 	if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(inst), &cur); err != nil {
 		t.Fatal(err)
 	}

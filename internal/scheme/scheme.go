@@ -5,13 +5,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
-	hostingv1alpha1 "github.com/unitlet/unitlet/api/v1alpha1"
+	v1 "github.com/unitlet/unitlet/api/v1alpha1"
 )
 
 // New returns a scheme with the built-in kinds and hosting.unitlet.dev.
 func New() *runtime.Scheme {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, hostingv1alpha1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1.AddToScheme} {
 		if err := add(s); err != nil {
 			panic(err) // only a programming error can make registration fail
 		}
