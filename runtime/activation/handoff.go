@@ -29,7 +29,7 @@ type Server struct {
 }
 
 // offer is a socket waiting for its unit's trampoline: cgroups are where
-// the unit's processes may be placed (layout.Proc.Placements).
+// the unit's processes may be placed (layout.Slot.Placements).
 type offer struct {
 	f       *os.File
 	cgroups []string

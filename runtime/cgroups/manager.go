@@ -54,7 +54,7 @@ type Manager interface {
 	// fresh: an existing g<n> is ErrChildExists, generation 0 is refused.
 	CreateGeneration(n int64, tier Tier) (child string, err error)
 	// CreateRole creates a role child (role-seed, role-sidecar-<name>, as
-	// layout.Proc.Cgroup names it) with no limit of its own, fresh.
+	// layout.Slot.Cgroup names it) with no limit of its own, fresh.
 	CreateRole(child string) (string, error)
 	// RaiseParent sets the parent to the overlap limit before a successor
 	// starts.

@@ -5,7 +5,7 @@
 // where a thing lives.
 //
 // Layout holds the roots; Layout.Instance validates (namespace, name) and
-// gives the instance's directories and sockets; Instance.Proc validates
+// gives the instance's directories and sockets; Instance.RoleSlot validates
 // (role, generation) and gives that process's launch file, exit-record
 // prefix, log sockets and unit name.
 package layout

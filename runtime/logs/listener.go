@@ -47,7 +47,7 @@ type Options struct {
 	Logger  logr.Logger   // the zero Logger discards
 	MaxLine int           // 0: DefaultMaxLine
 	// FIFO, when set, is a named pipe read beside the socket, for a unit
-	// whose trampoline writes there (see layout.Proc.LogFIFO). It is made
+	// whose trampoline writes there (see layout.Slot.LogFIFO). It is made
 	// if absent and reused if present; Close leaves it, so an app still
 	// writing into it keeps its backlog for the next listener.
 	FIFO string

@@ -44,7 +44,7 @@ var errUnmapped = errors.New("unit not adopted")
 func (n *Node) refs(sts []units.Status) []Ref {
 	var out []Ref
 	for _, st := range sts {
-		if st.Proc == nil {
+		if st.Slot == nil {
 			// Left running, and said loudly: an agent from before the
 			// shortened names moved (run dir _h/, unit and cgroup "_"
 			// and a 128-bit id) named a long-named Instance's units in a
@@ -56,10 +56,10 @@ func (n *Node) refs(sts []units.Status) []Ref {
 			n.cfg.Log.Info("unit maps to no slot", "unit", st.Unit, "cgroup", st.Cgroup)
 			continue
 		}
-		ref := refOf(*st.Proc)
+		ref := refOf(*st.Slot)
 		out = append(out, ref)
 		if !st.Gone() {
-			n.adopt(ref, *st.Proc)
+			n.adopt(ref, *st.Slot)
 		}
 	}
 	return out

@@ -40,8 +40,8 @@ func (n *Node) Remove(ctx context.Context, inst InstanceRef) error {
 	var busy []string
 	for _, st := range sts {
 		pop := !st.Gone()
-		if st.Proc != nil {
-			if p, err := n.cfg.Backend.Populated(ctx, *st.Proc, st); err == nil {
+		if st.Slot != nil {
+			if p, err := n.cfg.Backend.Populated(ctx, *st.Slot, st); err == nil {
 				pop = pop || p
 			}
 		}

@@ -141,7 +141,7 @@ func (n *Node) startRun(ctx context.Context, ref Ref, req RunRequest) (res RunRe
 		pr.Close()
 		return notStarted(&PrepareError{Err: fmt.Errorf("node: launch file of %s: %w", p.UnitName(), err)})
 	}
-	res.Start = n.cfg.Backend.Start(ctx, units.Spec{Proc: p, Grace: req.Grace})
+	res.Start = n.cfg.Backend.Start(ctx, units.Spec{Slot: p, Grace: req.Grace})
 	if res.Start.Kind == outcome.NotStarted {
 		closeStreams()
 		pr.Close()

@@ -100,7 +100,7 @@ func (n *Node) Start(ctx context.Context, req StartRequest) StartResult {
 	}
 	// The identity is in the launch file: the trampoline drops to it
 	// after it has opened the log socket and built the sandbox as root.
-	res.Start = n.cfg.Backend.Start(ctx, units.Spec{Proc: p, Tier: req.Tier, Parent: req.Parent, Grace: req.Grace})
+	res.Start = n.cfg.Backend.Start(ctx, units.Spec{Slot: p, Tier: req.Tier, Parent: req.Parent, Grace: req.Grace})
 	if res.Start.Kind == outcome.NotStarted {
 		n.withdraw(p)
 		if err := pr.Close(); err != nil {

@@ -65,7 +65,7 @@ type Request struct {
 
 // Result is a prepared role or generation. Close releases what it holds.
 type Result struct {
-	Proc layout.Slot
+	Slot layout.Slot
 	Env  map[string]string
 	// Layers says for each key of Env which layer it came from, decided by
 	// the same env file read that produced Env.
@@ -111,7 +111,7 @@ func (r *Result) WriteLaunch(host string, argv []string, workingDir string) erro
 	for i, a := range argv {
 		expanded[i] = Expand(a, r.Env)
 	}
-	inst := r.Proc.Instance()
+	inst := r.Slot.Instance()
 	f := launch.File{Schema: launch.Schema, Host: host, Argv: expanded, Env: r.EnvList(), WorkingDir: workingDir,
 		Identity: r.identity, Writable: []string{inst.DataDir(), inst.RunDir()}, Listen: r.Listen,
 		NetworkDeny: r.networkDeny}
@@ -119,7 +119,7 @@ func (r *Result) WriteLaunch(host string, argv []string, workingDir string) erro
 		f.Identity = launch.Identity{User: r.identity.User}
 		f.UserNamespace = &launch.IDMap{UID: r.identity.UID, GID: r.identity.GID}
 	}
-	return launch.Write(inst.PrivateDir(), r.Proc.LaunchFile(), f)
+	return launch.Write(inst.PrivateDir(), r.Slot.LaunchFile(), f)
 }
 
 // Prepare runs the steps for req in order. On error everything opened so
@@ -141,7 +141,7 @@ func Prepare(req Request) (res *Result, err error) {
 	if req.Role != layout.RoleCommand && req.LogFile == nil {
 		return nil, errors.New("prepare: no log file")
 	}
-	res.Proc, res.identity, res.userns = p, req.App, req.RootInUserNamespace
+	res.Slot, res.identity, res.userns = p, req.App, req.RootInUserNamespace
 	if !req.AllowMetadata {
 		res.networkDeny = netguard.MetadataStrings()
 	}
@@ -330,7 +330,7 @@ func cmdEnv(res *Result, inst layout.Instance, gen int64) error {
 }
 
 // removeExitRecords removes this process's exit records, and only those:
-// a sibling generation's prefix never matches (see Proc.ExitPrefix).
+// a sibling generation's prefix never matches (see Slot.ExitPrefix).
 func removeExitRecords(run *os.File, prefix string) error {
 	names, err := readDirNames(run)
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 // Spec is one unit to start: which process slot (its names all come from
 // layout), its own limits and how long a graceful stop may take.
 type Spec struct {
-	Proc layout.Slot
+	Slot layout.Slot
 	// Tier is the unit's own limit; zero for roles that share the
 	// instance parent's limit (seed, sidecar).
 	Tier cgroups.Tier
@@ -40,9 +40,9 @@ type Status struct {
 	MainPID      int
 	Cgroup       string        // as the manager names it
 	Exit         *outcome.Exit // set once the main process has exited
-	// Proc is the process slot the unit belongs to, when its name or
+	// Slot is the process slot the unit belongs to, when its name or
 	// records map back to one (nil otherwise: re-adopt it by hand).
-	Proc *layout.Slot
+	Slot *layout.Slot
 	// Uncertain: a start was handed off, and neither a live process nor
 	// a record shows what became of it. It may have run.
 	Uncertain bool

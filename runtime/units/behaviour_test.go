@@ -77,7 +77,7 @@ func TestStartOutcomes(t *testing.T) {
 			cancel()
 			sctx = c
 		}
-		got := b.Start(sctx, Spec{Proc: p, Grace: time.Second})
+		got := b.Start(sctx, Spec{Slot: p, Grace: time.Second})
 		if diff := cmp.Diff(tc.want.String(), got.Kind.String()); diff != "" {
 			t.Fatalf("kind (-want,+got):\n%s\ncause: %v", diff, got.Cause)
 		}
@@ -145,7 +145,7 @@ func TestStopKillProve(t *testing.T) {
 		argv := append([]string(nil), tc.argv...)
 		argv[len(argv)-1] = strings.ReplaceAll(argv[len(argv)-1], "READY", ready)
 		p := makeProc(t, be.lay, iname, 1, argv...)
-		got := b.Start(ctx, Spec{Proc: p, Grace: tc.grace})
+		got := b.Start(ctx, Spec{Slot: p, Grace: tc.grace})
 		if got.Kind != outcome.Running {
 			t.Fatalf("start: %v (%v)", got.Kind, got.Cause)
 		}
@@ -157,7 +157,7 @@ func TestStopKillProve(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st.ActiveState != "active" || st.InvocationID != got.InvocationID || st.MainPID != got.MainPID || st.Proc == nil || st.Proc.UnitName() != p.UnitName() {
+		if st.ActiveState != "active" || st.InvocationID != got.InvocationID || st.MainPID != got.MainPID || st.Slot == nil || st.Slot.UnitName() != p.UnitName() {
 			t.Fatalf("Observe = %+v, want the running unit of %+v", st, got)
 		}
 		t0 := time.Now()
@@ -196,7 +196,7 @@ func TestExitRecords(t *testing.T) {
 		defer cancel()
 		b := be.new(t, 10*time.Second)
 		p := makeProc(t, be.lay, fmt.Sprintf("exit%d", i), 1, "/bin/sh", "-c", "sleep 0.2; "+tc.script)
-		got := b.Start(ctx, Spec{Proc: p})
+		got := b.Start(ctx, Spec{Slot: p})
 		if got.Kind != outcome.Running {
 			t.Fatalf("start: %v (%v)", got.Kind, got.Cause)
 		}
@@ -264,7 +264,7 @@ func TestProofCutShort(t *testing.T) {
 		}
 		ready := filepath.Join(inst.RunDir(), "ready")
 		p := makeProc(t, be.lay, unit, 1, "/bin/sh", "-c", `trap "" TERM; /bin/sleep 1000 & echo > `+ready+`; wait`)
-		if got := b.Start(ctx, Spec{Proc: p, Grace: time.Hour}); got.Kind != outcome.Running {
+		if got := b.Start(ctx, Spec{Slot: p, Grace: time.Hour}); got.Kind != outcome.Running {
 			t.Fatalf("start: %v (%v)", got.Kind, got.Cause)
 		}
 		waitFile(t, ready)

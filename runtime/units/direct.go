@@ -133,7 +133,7 @@ func newInvocationID() (string, error) {
 // before the shim holds its whole job is NotStarted; after it, only the
 // shim's own refusal proves nothing ran.
 func (b *Direct) Start(ctx context.Context, spec Spec) outcome.Start {
-	p := spec.Proc
+	p := spec.Slot
 	unit := p.UnitName()
 	inst := p.Instance()
 	res := outcome.Start{Unit: unit}
@@ -225,7 +225,7 @@ func (c claimed) undo() {
 // it) and the slot's fresh child, clears the last run's records, and records the start in flight.
 // On error nothing of it is left.
 func (b *Direct) claim(spec Spec) (claimed, error) {
-	p := spec.Proc
+	p := spec.Slot
 	unit := p.UnitName()
 	child, err := p.Cgroup()
 	if err != nil {

@@ -49,7 +49,7 @@ func BenchmarkDirectStart(b *testing.B) {
 		gen++
 		p := makeProc(b, env.lay, "bench", gen, "/bin/sleep", "1000")
 		b.StartTimer()
-		if got := be.Start(ctx, Spec{Proc: p}); got.Kind != outcome.Running {
+		if got := be.Start(ctx, Spec{Slot: p}); got.Kind != outcome.Running {
 			b.Fatalf("start: %v (%v)", got.Kind, got.Cause)
 		}
 		b.StopTimer()

@@ -62,7 +62,7 @@ func starterMain(args []string) int {
 	if err != nil {
 		return 4
 	}
-	st := b.Start(context.Background(), Spec{Proc: p, Grace: time.Second})
+	st := b.Start(context.Background(), Spec{Slot: p, Grace: time.Second})
 	fmt.Println("returned", st.Kind)
 	return 0
 }
@@ -178,7 +178,7 @@ func TestDirectPidRecordUnwritable(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(p.Instance().ExitDir(), record.Name(p, record.PidSuffix)), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	got := b.Start(ctx, Spec{Proc: p})
+	got := b.Start(ctx, Spec{Slot: p})
 	if diff := cmp.Diff(outcome.MayHaveRun.String(), got.Kind.String()); diff != "" {
 		t.Fatalf("kind (-want,+got):\n%s\ncause: %v", diff, got.Cause)
 	}
@@ -195,7 +195,7 @@ func TestDirectReadoptsAfterRestart(t *testing.T) {
 	env := newDEnv(t)
 	first := env.backend(t, 10*time.Second)
 	p := makeProc(t, env.lay, "readopt", 4, "/bin/sleep", "1000")
-	got := first.Start(ctx, Spec{Proc: p, Grace: time.Second})
+	got := first.Start(ctx, Spec{Slot: p, Grace: time.Second})
 	if got.Kind != outcome.Running {
 		t.Fatalf("start: %v (%v)", got.Kind, got.Cause)
 	}

@@ -68,7 +68,7 @@ func TestDirectOutputSurvivesAgentRestart(t *testing.T) {
 
 	lines := make(chan string, 1024)
 	l := logSocket(t, p.LogSocket(), lines)
-	if got := b.Start(ctx, Spec{Proc: p, Grace: time.Second}); got.Kind != outcome.Running {
+	if got := b.Start(ctx, Spec{Slot: p, Grace: time.Second}); got.Kind != outcome.Running {
 		t.Fatalf("start: %v (%v)", got.Kind, got.Cause)
 	}
 	if first := nextLine(t, lines, 5*time.Second); !strings.HasPrefix(first, "tick ") {

@@ -96,7 +96,7 @@ func attachExecFailure(p layout.Slot, e *outcome.Exit) {
 // record.
 func statusOf(p layout.Slot, cgroup string, rs records, live bool) Status {
 	pc := p
-	st := Status{Unit: p.UnitName(), Cgroup: cgroup, Proc: &pc}
+	st := Status{Unit: p.UnitName(), Cgroup: cgroup, Slot: &pc}
 	if rs.start == nil && rs.pid == nil && rs.exit == nil && !live {
 		st.ActiveState, st.SubState = "inactive", "dead"
 		return st
@@ -225,7 +225,7 @@ func (b *Direct) listDir(ctx context.Context, dir string) ([]Status, error) {
 			b.cfg.Log.Info("unreadable start record", "dir", dir, "name", name, "err", err)
 			continue
 		}
-		p, err := s.Identity.Proc(b.cfg.Layout)
+		p, err := s.Identity.Slot(b.cfg.Layout)
 		if err != nil || p.Instance().ExitDir() != dir || record.Name(p, record.StartSuffix) != name {
 			b.cfg.Log.Info("start record names another unit", "dir", dir, "name", name, "err", err)
 			continue

@@ -26,7 +26,7 @@ func TestDirectObserveExitBetweenLooks(t *testing.T) {
 	trigger := filepath.Join(t.TempDir(), "go")
 	p := makeProc(t, e.lay, "between", 1, "/bin/sh", "-c",
 		"while [ ! -e "+trigger+" ]; do sleep 0.01; done; exit 3")
-	if got := b.Start(ctx, Spec{Proc: p}); got.Kind != outcome.Running {
+	if got := b.Start(ctx, Spec{Slot: p}); got.Kind != outcome.Running {
 		t.Fatalf("start: %v (%v)", got.Kind, got.Cause)
 	}
 	t.Cleanup(func() { b.Prove(context.Background(), p) })

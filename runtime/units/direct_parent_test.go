@@ -56,7 +56,7 @@ func TestDirectStartOverLeftoverChild(t *testing.T) {
 	if _, err := m.CreateGeneration(2, cgroups.Tier{}); err != nil {
 		t.Fatal(err)
 	}
-	got := b.Start(ctx, Spec{Proc: p})
+	got := b.Start(ctx, Spec{Slot: p})
 	if got.Kind != outcome.Running {
 		t.Fatalf("start over an empty, unrecorded child: %v (%v), want Running", got.Kind, got.Cause)
 	}
@@ -75,7 +75,7 @@ func TestDirectStartOverLeftoverChild(t *testing.T) {
 	if err := m.Place(cmd.Process.Pid, child); err != nil {
 		t.Fatal(err)
 	}
-	if got := b.Start(ctx, Spec{Proc: busy}); got.Kind != outcome.NotStarted || !errors.Is(got.Cause, cgroups.ErrChildExists) {
+	if got := b.Start(ctx, Spec{Slot: busy}); got.Kind != outcome.NotStarted || !errors.Is(got.Cause, cgroups.ErrChildExists) {
 		t.Errorf("start over a populated child: %v (%v), want NotStarted with ErrChildExists", got.Kind, got.Cause)
 	}
 }

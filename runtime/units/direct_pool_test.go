@@ -48,7 +48,7 @@ func idlePids(t *testing.T, b *Direct) []int {
 func startRunning(t *testing.T, e *dEnv, b *Direct, name string, n int64) (layout.Slot, outcome.Start) {
 	t.Helper()
 	p := makeProc(t, e.lay, name, n, "/bin/sleep", "1000")
-	got := b.Start(context.Background(), Spec{Proc: p})
+	got := b.Start(context.Background(), Spec{Slot: p})
 	if got.Kind != outcome.Running {
 		t.Fatalf("start: %v (%v)", got.Kind, got.Cause)
 	}

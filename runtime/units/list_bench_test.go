@@ -19,7 +19,7 @@ func BenchmarkList(b *testing.B) {
 	const instances = 32
 	for i := range instances {
 		p := makeProc(b, env.lay, fmt.Sprintf("list%02d", i), 1, "/bin/sleep", "1000")
-		if got := be.Start(ctx, Spec{Proc: p}); got.Kind != outcome.Running {
+		if got := be.Start(ctx, Spec{Slot: p}); got.Kind != outcome.Running {
 			b.Fatalf("start: %v (%v)", got.Kind, got.Cause)
 		}
 		b.Cleanup(func() { be.Prove(context.Background(), p) })

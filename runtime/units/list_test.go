@@ -25,7 +25,7 @@ func TestList(t *testing.T) {
 				n    int64
 			}{{"list", 1}, {"list", 2}, {"list-other", 1}} {
 				p := makeProc(t, be.lay, u.name, u.n, "/bin/sleep", "1000")
-				got := b.Start(ctx, Spec{Proc: p})
+				got := b.Start(ctx, Spec{Slot: p})
 				if got.Kind != outcome.Running {
 					t.Fatalf("start: %v (%v)", got.Kind, got.Cause)
 				}
@@ -74,8 +74,8 @@ func listed(t *testing.T, sts []Status) map[string]string {
 	t.Helper()
 	got := map[string]string{}
 	for _, st := range sts {
-		if st.Proc == nil || st.Proc.UnitName() != st.Unit {
-			t.Errorf("%s maps back to %v", st.Unit, st.Proc)
+		if st.Slot == nil || st.Slot.UnitName() != st.Unit {
+			t.Errorf("%s maps back to %v", st.Unit, st.Slot)
 		}
 		got[st.Unit] = st.StartOutcome().Kind.String() + " " + st.InvocationID
 	}

@@ -60,9 +60,9 @@ func tierFiles(t cgroups.Tier) map[string]string {
 func startOrFail(ctx context.Context, t *testing.T, b Backend, spec Spec) {
 	t.Helper()
 	if got := b.Start(ctx, spec); got.Kind != outcome.Running {
-		t.Fatalf("start %s: %v (%v)", spec.Proc.UnitName(), got.Kind, got.Cause)
+		t.Fatalf("start %s: %v (%v)", spec.Slot.UnitName(), got.Kind, got.Cause)
 	}
-	t.Cleanup(func() { b.Prove(context.Background(), spec.Proc) })
+	t.Cleanup(func() { b.Prove(context.Background(), spec.Slot) })
 }
 
 // A run (a command's unit, started with no parent tier as Node.Run starts
@@ -82,7 +82,7 @@ func TestRunKeepsParentLimits(t *testing.T) {
 		inst := fmt.Sprintf("runlimits%d", i)
 		b := be.new(t, 10*time.Second)
 		g1 := makeProc(t, be.lay, inst, 1, "/bin/sleep", "1000")
-		startOrFail(ctx, t, b, Spec{Proc: g1, Tier: genTier, Parent: parentTier, Grace: time.Second})
+		startOrFail(ctx, t, b, Spec{Slot: g1, Tier: genTier, Parent: parentTier, Grace: time.Second})
 		if diff := cmp.Diff(tierFiles(parentTier), parentFiles(ctx, t, be, b, g1)); diff != "" {
 			t.Fatalf("parent after the generation's start (-want,+got):\n%s", diff)
 		}
@@ -90,7 +90,7 @@ func TestRunKeepsParentLimits(t *testing.T) {
 			b = be.new(t, 10*time.Second)
 		}
 		run := makeSlot(t, be.lay, inst, func(li layout.Instance) (layout.Slot, error) { return li.Command("once") }, "/bin/sleep", "1000")
-		startOrFail(ctx, t, b, Spec{Proc: run, Grace: time.Second})
+		startOrFail(ctx, t, b, Spec{Slot: run, Grace: time.Second})
 		if diff := cmp.Diff(tierFiles(parentTier), parentFiles(ctx, t, be, b, g1)); diff != "" {
 			t.Errorf("parent beside the run (-want,+got):\n%s", diff)
 		}
@@ -106,7 +106,7 @@ func TestRunNeedsTheInstanceParent(t *testing.T) {
 		defer cancel()
 		b := be.new(t, 10*time.Second)
 		run := makeSlot(t, be.lay, fmt.Sprintf("noparent%d", i), func(li layout.Instance) (layout.Slot, error) { return li.Command("once") }, "/bin/true")
-		got := b.Start(ctx, Spec{Proc: run, Grace: time.Second})
+		got := b.Start(ctx, Spec{Slot: run, Grace: time.Second})
 		t.Cleanup(func() { b.Prove(context.Background(), run) })
 		if got.Kind != outcome.NotStarted {
 			t.Fatalf("run with no instance parent: %v (%v), want NotStarted", got.Kind, got.Cause)
@@ -158,18 +158,18 @@ func TestOverlapRaiseOutlivesTheAgent(t *testing.T) {
 		g1 := makeProc(t, be.lay, inst, 1, "/bin/sleep", "1000")
 		g2 := makeProc(t, be.lay, inst, 2, "/bin/sleep", "1000")
 		side := makeSlot(t, be.lay, inst, func(li layout.Instance) (layout.Slot, error) { return li.Sidecar("side") }, "/bin/sleep", "1000")
-		startOrFail(ctx, t, old, Spec{Proc: g1, Tier: genTier, Parent: parentTier, Grace: time.Second})
+		startOrFail(ctx, t, old, Spec{Slot: g1, Tier: genTier, Parent: parentTier, Grace: time.Second})
 		if err := old.RaiseParent(ctx, g1.Instance(), overlapTier); err != nil {
 			t.Fatal(err)
 		}
 		if !tc.restartBeforeSuccessor {
-			startOrFail(ctx, t, old, Spec{Proc: g2, Tier: genTier, Parent: parentTier, Grace: time.Second})
+			startOrFail(ctx, t, old, Spec{Slot: g2, Tier: genTier, Parent: parentTier, Grace: time.Second})
 		}
 		b := be.new(t, 10*time.Second) // the restarted agent
 		if tc.restartBeforeSuccessor {
-			startOrFail(ctx, t, b, Spec{Proc: g2, Tier: genTier, Parent: parentTier, Grace: time.Second})
+			startOrFail(ctx, t, b, Spec{Slot: g2, Tier: genTier, Parent: parentTier, Grace: time.Second})
 		} else {
-			startOrFail(ctx, t, b, Spec{Proc: side, Parent: parentTier, Grace: time.Second})
+			startOrFail(ctx, t, b, Spec{Slot: side, Parent: parentTier, Grace: time.Second})
 		}
 		if diff := cmp.Diff(tierFiles(overlapTier), parentFiles(ctx, t, be, b, g1)); diff != "" {
 			t.Fatalf("parent while both generations run (-want,+got):\n%s", diff)

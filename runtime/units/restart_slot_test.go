@@ -32,7 +32,7 @@ func TestSlotStartsAgainAfterItsRunEnded(t *testing.T) {
 			}, argv...)
 		}
 		p := sidecar("/bin/sh", "-c", "sleep 0.1; "+tc.script)
-		if got := b.Start(ctx, Spec{Proc: p}); got.Kind != outcome.Running {
+		if got := b.Start(ctx, Spec{Slot: p}); got.Kind != outcome.Running {
 			t.Fatalf("first start: %v (%v)", got.Kind, got.Cause)
 		}
 		waitGone(ctx, t, b, p)
@@ -41,7 +41,7 @@ func TestSlotStartsAgainAfterItsRunEnded(t *testing.T) {
 		}
 
 		p = sidecar("/bin/sleep", "1000")
-		got := b.Start(ctx, Spec{Proc: p})
+		got := b.Start(ctx, Spec{Slot: p})
 		if got.Kind != outcome.Running {
 			t.Fatalf("second start: %v (%v)", got.Kind, got.Cause)
 		}

@@ -31,7 +31,7 @@ type SystemdConfig struct {
 	// ProofBudget bounds one Prove.
 	ProofBudget time.Duration
 	// Layout, when set, maps listed unit names back to their process
-	// slots (Status.Proc).
+	// slots (Status.Slot).
 	Layout layout.Layout
 	Log    logr.Logger
 }
@@ -105,7 +105,7 @@ func (b *Systemd) Shutdown(ctx context.Context) { b.proofs.shutdownWith(ctx) }
 // NotStarted; once sent, only the manager's own word (a refused property,
 // a failed exec) can prove nothing ran.
 func (b *Systemd) Start(ctx context.Context, spec Spec) outcome.Start {
-	unit := spec.Proc.UnitName()
+	unit := spec.Slot.UnitName()
 	res := outcome.Start{Unit: unit}
 	fail := func(k outcome.StartKind, err error) outcome.Start {
 		res.Kind, res.Cause = k, err
@@ -201,8 +201,8 @@ func execFailed(st Status) bool {
 // limit, or, for a run, already active (a run never sets the slice: see
 // Spec.Parent).
 func (b *Systemd) parentFor(ctx context.Context, c *sddbus.Conn, spec Spec) error {
-	inst := spec.Proc.Instance()
-	if spec.Proc.Role() != layout.RoleCommand {
+	inst := spec.Slot.Instance()
+	if spec.Slot.Role() != layout.RoleCommand {
 		return b.ensureSlice(ctx, c, inst, spec.Parent)
 	}
 	st, err := b.observeSlice(ctx, c, inst.SliceName())
@@ -210,7 +210,7 @@ func (b *Systemd) parentFor(ctx context.Context, c *sddbus.Conn, spec Spec) erro
 		return fmt.Errorf("units: read slice %s: %w", inst.SliceName(), err)
 	}
 	if !st.active {
-		return fmt.Errorf("units: run %s: the instance's slice %s is not active", spec.Proc.UnitName(), inst.SliceName())
+		return fmt.Errorf("units: run %s: the instance's slice %s is not active", spec.Slot.UnitName(), inst.SliceName())
 	}
 	return nil
 }

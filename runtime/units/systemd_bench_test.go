@@ -21,7 +21,7 @@ func BenchmarkSystemdStart(b *testing.B) {
 			b.StopTimer()
 			p := env.proc(b, "bench", int64(i+1), "/bin/sleep", "1000")
 			b.StartTimer()
-			if got := be.Start(ctx, Spec{Proc: p}); got.Kind != outcome.Running {
+			if got := be.Start(ctx, Spec{Slot: p}); got.Kind != outcome.Running {
 				b.Fatalf("start: %v (%v)", got.Kind, got.Cause)
 			}
 			b.StopTimer()
@@ -35,7 +35,7 @@ func BenchmarkSystemdStart(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			b.StopTimer()
 			p := env.proc(b, "rawbench", int64(i+1), "/bin/sleep", "1000")
-			props, err := be.serviceProps(Spec{Proc: p})
+			props, err := be.serviceProps(Spec{Slot: p})
 			if err != nil {
 				b.Fatal(err)
 			}

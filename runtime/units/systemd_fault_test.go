@@ -131,7 +131,7 @@ func TestSystemdLostAnswers(t *testing.T) {
 			inst := "lost" + strconv.Itoa(i)
 			// Generation 1 starts cleanly, so the slice exists before the fault.
 			g1 := env.proc(t, inst, 1, "/bin/sleep", "1000")
-			if got := b.Start(ctx, Spec{Proc: g1}); got.Kind != outcome.Running {
+			if got := b.Start(ctx, Spec{Slot: g1}); got.Kind != outcome.Running {
 				t.Fatalf("start g1: %v (%v)", got.Kind, got.Cause)
 			}
 			later := env.backend(t, 5*time.Second) // a backend of its own, as after a restart
@@ -140,7 +140,7 @@ func TestSystemdLostAnswers(t *testing.T) {
 			g2 := env.proc(t, inst, 2, "/bin/sleep", "1000")
 			f.set(tc.arm)
 			sctx, scancel := context.WithTimeout(ctx, time.Second)
-			got := b.Start(sctx, Spec{Proc: g2})
+			got := b.Start(sctx, Spec{Slot: g2})
 			scancel()
 			if diff := cmp.Diff(tc.want.String(), got.Kind.String()); diff != "" {
 				t.Fatalf("kind (-want,+got):\n%s\ncause: %v", diff, got.Cause)

@@ -31,7 +31,7 @@ func (b *Systemd) Observe(ctx context.Context, p layout.Slot) (Status, error) {
 	if err != nil {
 		return st, err
 	}
-	st.Proc = &p
+	st.Slot = &p
 	if st.Exit == nil && st.Gone() {
 		var e record.Exit
 		err := record.Read(p.Instance().ExitDir(), record.Name(p, record.ExitSuffix), &e)
@@ -133,7 +133,7 @@ func (b *Systemd) list(ctx context.Context, keep func(unit string, p *layout.Slo
 		if err != nil {
 			return nil, err
 		}
-		st.Proc = proc
+		st.Slot = proc
 		out = append(out, st)
 	}
 	return out, nil

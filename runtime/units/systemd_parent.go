@@ -50,7 +50,7 @@ func (b *Systemd) runningGenerations(ctx context.Context, inst layout.Instance) 
 	}
 	var busy []string
 	for _, st := range sts {
-		if st.Proc != nil && st.Proc.Generation() != 0 && !st.Gone() {
+		if st.Slot != nil && st.Slot.Generation() != 0 && !st.Gone() {
 			busy = append(busy, st.Unit)
 		}
 	}

@@ -47,15 +47,15 @@ func (b *Systemd) serviceProps(spec Spec) ([]sddbus.Property, error) {
 	if b.cfg.Exe == "" || !filepath.IsAbs(b.cfg.Exe) {
 		return nil, errors.New("units: the unitlet binary path must be absolute")
 	}
-	inst := spec.Proc.Instance()
-	launchFile := filepath.Join(inst.PrivateDir(), spec.Proc.LaunchFile())
+	inst := spec.Slot.Instance()
+	launchFile := filepath.Join(inst.PrivateDir(), spec.Slot.LaunchFile())
 	props := []sddbus.Property{
-		sddbus.PropDescription("unitlet " + spec.Proc.UnitName()),
+		sddbus.PropDescription("unitlet " + spec.Slot.UnitName()),
 		sddbus.PropExecStart(append([]string{b.cfg.Exe, "exec", "--launch", launchFile,
-			"--exec-record", filepath.Join(inst.ExitDir(), record.Name(spec.Proc, record.ExecSuffix))}, logFlags(spec.Proc)...), false),
+			"--exec-record", filepath.Join(inst.ExitDir(), record.Name(spec.Slot, record.ExecSuffix))}, logFlags(spec.Slot)...), false),
 		// The exit record in the direct backend's format, from systemd's
 		// $SERVICE_RESULT, $EXIT_CODE and $EXIT_STATUS.
-		execStopPostPrivileged([]string{b.cfg.Exe, "exit-record", "--dir", inst.ExitDir(), "--name", record.Name(spec.Proc, record.ExitSuffix)}),
+		execStopPostPrivileged([]string{b.cfg.Exe, "exit-record", "--dir", inst.ExitDir(), "--name", record.Name(spec.Slot, record.ExitSuffix)}),
 		sddbus.PropType("exec"),
 		sddbus.PropSlice(inst.SliceName()),
 		{Name: "KillMode", Value: godbus.MakeVariant("control-group")},

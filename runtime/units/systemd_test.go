@@ -49,7 +49,7 @@ func TestSystemdStartRefusals(t *testing.T) {
 			}
 			p := env.proc(t, fmt.Sprintf("refuse%d", i), 1, "/bin/sleep", "1000")
 			t.Cleanup(func() { b.Prove(context.Background(), p) })
-			got := b.Start(ctx, Spec{Proc: p})
+			got := b.Start(ctx, Spec{Slot: p})
 			if diff := cmp.Diff(outcome.NotStarted.String(), got.Kind.String()); diff != "" {
 				t.Fatalf("kind (-want,+got):\n%s\ncause: %v", diff, got.Cause)
 			}
@@ -71,7 +71,7 @@ func TestSystemdLimitsStopAndProve(t *testing.T) {
 	p := env.proc(t, "limits", 3, "/bin/sleep", "1000")
 	tier := cgroups.Tier{MemoryBytes: 96 << 20, Pids: 40, CPUMillis: 500}
 	parent := cgroups.Tier{MemoryBytes: 192 << 20, Pids: 80}
-	got := b.Start(ctx, Spec{Proc: p, Tier: tier, Parent: parent, Grace: 2 * time.Second, Delegate: true})
+	got := b.Start(ctx, Spec{Slot: p, Tier: tier, Parent: parent, Grace: 2 * time.Second, Delegate: true})
 	if got.Kind != outcome.Running {
 		t.Fatalf("start: %v (%v)", got.Kind, got.Cause)
 	}
@@ -163,7 +163,7 @@ func TestSystemdRoleUnitSharesTheSlice(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range []layout.Slot{g1, side} {
-		if got := b.Start(ctx, Spec{Proc: p}); got.Kind != outcome.Running {
+		if got := b.Start(ctx, Spec{Slot: p}); got.Kind != outcome.Running {
 			t.Fatalf("start %s: %v (%v)", p.UnitName(), got.Kind, got.Cause)
 		}
 		t.Cleanup(func() { b.Prove(context.Background(), p) })
@@ -196,7 +196,7 @@ func TestSystemdRemoveParent(t *testing.T) {
 	env := newSDEnv(t)
 	b := env.backend(t, 5*time.Second)
 	p := env.proc(t, "removeparent", 1, "/bin/sleep", "1000")
-	if got := b.Start(ctx, Spec{Proc: p}); got.Kind != outcome.Running {
+	if got := b.Start(ctx, Spec{Slot: p}); got.Kind != outcome.Running {
 		t.Fatalf("start: %v (%v)", got.Kind, got.Cause)
 	}
 	t.Cleanup(func() { b.Prove(context.Background(), p) })
@@ -243,7 +243,7 @@ func TestSystemdProofResetsFailedUnit(t *testing.T) {
 	env := newSDEnv(t)
 	b := env.backend(t, 5*time.Second)
 	p := env.proc(t, "failing", 1, "/bin/sh", "-c", "sleep 0.1; exit 3")
-	if got := b.Start(ctx, Spec{Proc: p}); got.Kind != outcome.Running {
+	if got := b.Start(ctx, Spec{Slot: p}); got.Kind != outcome.Running {
 		t.Fatalf("start: %v (%v)", got.Kind, got.Cause)
 	}
 	c := env.conn(t)
@@ -290,7 +290,7 @@ func TestSystemdProofRefusesAnUnseenCgroup(t *testing.T) {
 	}
 	t.Cleanup(blind.Close)
 	p := env.proc(t, "blind", 1, "/bin/sleep", "1000")
-	if got := good.Start(ctx, Spec{Proc: p}); got.Kind != outcome.Running {
+	if got := good.Start(ctx, Spec{Slot: p}); got.Kind != outcome.Running {
 		t.Fatalf("start: %v (%v)", got.Kind, got.Cause)
 	}
 	t.Cleanup(func() { good.Prove(context.Background(), p) })

@@ -15,7 +15,7 @@ import (
 // and became its short id).
 var ErrUnitName = errors.New("units: not an invertible unitlet unit name")
 
-// ParseUnitName maps a service name made by layout.Proc.UnitName back to
+// ParseUnitName maps a service name made by layout.Slot.UnitName back to
 // its process slot, for re-adoption after a restart. Each part was
 // escaped (a "-" inside namespace, name, sidecar or run name is \x2d), so
 // the bare dashes separate exactly three parts, four for a sidecar or a

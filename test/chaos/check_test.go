@@ -3,6 +3,7 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -73,6 +74,9 @@ func checkInstance(t testing.TB, ctx context.Context, a *agentproc.Agent, name s
 	if d.strategy == v1.StrategyReplace && len(live) > 1 {
 		tally.broke(t, duplicate, "%s (Replace) has %d live generations: %v", name, len(live), live)
 	}
+	if d.strategy == v1.StrategyReplace {
+		n += checkReplaceOrder(t, a, name, gens)
+	}
 	ready := meta.FindStatusCondition(inst.Status.Conditions, v1.ConditionReady)
 	if ready == nil || ready.Status != metav1.ConditionTrue {
 		return n
@@ -88,6 +92,43 @@ func checkInstance(t testing.TB, ctx context.Context, a *agentproc.Agent, name s
 	body, err := testutil.UnixGet(inst.Status.Socket, "/")
 	if want := fmt.Sprintf("gen %d\n", inst.Status.ActiveGeneration); err != nil || body != want {
 		tally.broke(t, lie, "%s says Ready serving generation %d, but %s answers %q, %v", name, inst.Status.ActiveGeneration, inst.Status.Socket, body, err)
+	}
+	return n
+}
+
+// checkReplaceOrder holds Replace's order to the microsecond, where the
+// node kept both records: generation n's app was seen to end by its own
+// supervisor (the shim's exit record) before n+1's start was handed off
+// (its start record, written first). The sampler's 20 ms look at the
+// cgroups could miss a shorter overlap; the records cannot. A generation
+// whose end no shim saw (killed with the node, or never started) has no
+// such record and is not compared.
+func checkReplaceOrder(t testing.TB, a *agentproc.Agent, name string, gens []v1.Generation) int {
+	t.Helper()
+	li := instanceLayout(t, a, name)
+	have := map[int64]bool{}
+	for _, g := range gens {
+		have[g.Spec.Number] = true
+	}
+	n := 0
+	for old := range have {
+		next := old + 1
+		if !have[next] {
+			continue
+		}
+		exit, err := testutil.ExitRecord(os.ReadFile, li, old)
+		if err != nil || exit.By != "shim" {
+			continue
+		}
+		handedOff, err := testutil.HandedOffAt(os.ReadFile, li, next)
+		if err != nil {
+			continue
+		}
+		n++
+		if !exit.At.Before(handedOff) {
+			tally.broke(t, duplicate, "%s (Replace): generation %d's app ended at %s, after generation %d's start was handed off at %s",
+				name, old, exit.At.Format(time.RFC3339Nano), next, handedOff.Format(time.RFC3339Nano))
+		}
 	}
 	return n
 }

@@ -8,11 +8,14 @@ import (
 	"strconv"
 	"syscall"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
+	"github.com/unitlet/unitlet/internal/testkit/agentproc"
+	"github.com/unitlet/unitlet/runtime/units/record"
 )
 
 // recorder takes a check's failures instead of the test.
@@ -71,17 +74,52 @@ func TestCheckerSeesLies(t *testing.T) {
 		lie(g)
 		checkGeneration(rec, a, g)
 	}
-	want := map[string]int{lie: 3, orphan: 3, duplicate: 1} // the stray process is found by both node checks
+	plantReplaceOrder(t, rec, a, time.Second)               // in order: nothing to say
+	plantReplaceOrder(t, rec, a, -time.Second)              // the next started before the old one ended
+	want := map[string]int{lie: 3, orphan: 3, duplicate: 2} // the stray process is found by both node checks
 	for kind, n := range want {
 		if got := len(tally.broken[kind]); got != n {
 			t.Errorf("%s found: %d, want %d: %q", kind, got, n, tally.broken[kind])
 		}
 	}
-	if len(rec.errs) != 7 {
-		t.Errorf("the checker failed its test %d times, want 7: %q", len(rec.errs), rec.errs)
+	if len(rec.errs) != 8 {
+		t.Errorf("the checker failed its test %d times, want 8: %q", len(rec.errs), rec.errs)
 	}
 }
 
 func setCond(g *v1.Generation, typ string, st metav1.ConditionStatus) {
 	meta.SetStatusCondition(&g.Status.Conditions, metav1.Condition{Type: typ, Status: st, Reason: "Planted", Message: "planted by the test"})
+}
+
+// plantReplaceOrder writes the records of two generations no Generation
+// names (7 and 8, so the agent looks at neither): 7's app ended by its
+// shim, 8's start handed off gap later; checks them as Replace; and
+// removes them.
+func plantReplaceOrder(t *testing.T, rec *recorder, a *agentproc.Agent, gap time.Duration) {
+	t.Helper()
+	li := instanceLayout(t, a, "self-r")
+	p7, err := li.Generation(7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p8, err := li.Generation(8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ended := time.Now()
+	exit, start := record.Name(p7, record.ExitSuffix), record.Name(p8, record.StartSuffix)
+	if err := record.Write(li.ExitDir(), exit, record.Exit{Schema: record.Schema, Result: record.ResultSignal, Signal: 15, At: ended, By: "shim"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := record.Write(li.ExitDir(), start, record.Start{Schema: record.Schema, At: ended.Add(gap)}); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = os.Remove(filepath.Join(li.ExitDir(), exit))
+		_ = os.Remove(filepath.Join(li.ExitDir(), start))
+	}()
+	gens := []v1.Generation{{Spec: v1.GenerationSpec{Number: 8}}, {Spec: v1.GenerationSpec{Number: 7}}}
+	if n := checkReplaceOrder(rec, a, "self-r", gens); n != 1 {
+		t.Errorf("the Replace order was compared %d times, want once", n)
+	}
 }

@@ -22,7 +22,7 @@ import (
 )
 
 // instanceLayout is where Instance name's files are on a's node.
-func instanceLayout(t *testing.T, a *agentproc.Agent, name string) layout.Instance {
+func instanceLayout(t testing.TB, a *agentproc.Agent, name string) layout.Instance {
 	t.Helper()
 	li, err := layout.Layout{StateRoot: a.StateRoot, RunRoot: a.RunRoot, CgroupRoot: a.CgroupRoot}.Instance(testutil.Namespace, name)
 	if err != nil {

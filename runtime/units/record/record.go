@@ -1,6 +1,6 @@
 // Package record holds the small files a unit leaves beneath its
 // instance's exit dir (layout.Instance.ExitDir), named from the process's
-// exit-record prefix (layout.Proc.ExitPrefix):
+// exit-record prefix (layout.Slot.ExitPrefix):
 //
 //	<prefix>start  written by the agent before it hands a start off
 //	<prefix>pid    written by the shim once the trampoline runs
@@ -60,9 +60,9 @@ func IdentityOf(p layout.Slot) Identity {
 	return Identity{Namespace: inst.Namespace(), Name: inst.Name(), Role: string(p.Role()), Generation: p.Generation(), Sidecar: p.SidecarName(), Command: p.CommandName()}
 }
 
-// Proc maps the identity back through lay; it fails for anything layout
+// Slot maps the identity back through lay; it fails for anything layout
 // refuses.
-func (id Identity) Proc(lay layout.Layout) (layout.Slot, error) {
+func (id Identity) Slot(lay layout.Layout) (layout.Slot, error) {
 	inst, err := lay.Instance(id.Namespace, id.Name)
 	if err != nil {
 		return layout.Slot{}, err

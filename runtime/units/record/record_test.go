@@ -54,7 +54,7 @@ func TestRoundTripAndIdentity(t *testing.T) {
 		}
 		_ = os.Remove(filepath.Join(dir, n))
 	}
-	back, err := got.Identity.Proc(lay)
+	back, err := got.Identity.Slot(lay)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestNamedIdentityMapsBack(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		back, err := IdentityOf(p).Proc(lay)
+		back, err := IdentityOf(p).Slot(lay)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -93,7 +93,7 @@ func (b *Backend) open() error {
 // spec's floor; a run joins it as it is, and is refused without one),
 // and the unit runs unless a Fault says otherwise.
 func (b *Backend) Start(ctx context.Context, spec units.Spec) outcome.Start {
-	p := spec.Proc
+	p := spec.Slot
 	res := outcome.Start{Unit: p.UnitName()}
 	notStarted := func(err error) outcome.Start {
 		res.Kind, res.Cause = outcome.NotStarted, fmt.Errorf("unitstest: start %s: %w", res.Unit, err)
@@ -217,7 +217,7 @@ func (b *Backend) Observe(_ context.Context, p layout.Slot) (units.Status, error
 	u := b.m.units[p.UnitName()]
 	if u == nil {
 		pc := p
-		return units.Status{Unit: p.UnitName(), ActiveState: "inactive", SubState: "dead", Proc: &pc}, nil
+		return units.Status{Unit: p.UnitName(), ActiveState: "inactive", SubState: "dead", Slot: &pc}, nil
 	}
 	return u.status(), nil
 }
@@ -300,7 +300,7 @@ func (b *Backend) Close() {
 func (u *unit) status() units.Status {
 	pc := u.proc
 	st := units.Status{Unit: u.proc.UnitName(), Loaded: u.loaded, ActiveState: u.active, SubState: u.sub,
-		InvocationID: u.id, MainPID: u.pid, Cgroup: u.cgroup, Proc: &pc}
+		InvocationID: u.id, MainPID: u.pid, Cgroup: u.cgroup, Slot: &pc}
 	if u.exit != nil {
 		e := *u.exit
 		st.Exit = &e
