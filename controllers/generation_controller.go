@@ -103,7 +103,7 @@ func (r *GenerationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		return ctrl.Result{}, nil
 	}
 
-	s := &genScope{gen: gen}
+	s := &generationScope{gen: gen}
 	before := gen.DeepCopy()
 	defer func() {
 		wctx, cancel := writeContext(ctx)
@@ -118,9 +118,9 @@ func (r *GenerationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		r.phases.set(req.NamespacedName, gen.Status.Phase)
 	}()
 
-	phases := []genPhase{r.ensureFinalizer, r.start, r.observe, r.probe}
+	phases := []generationPhase{r.ensureFinalizer, r.start, r.observe, r.probe}
 	if stopping {
-		phases = []genPhase{r.drain, r.retire, r.release}
+		phases = []generationPhase{r.drain, r.retire, r.release}
 	}
 	for _, phase := range phases {
 		if res, err := phase(ctx, s); err != nil || !res.IsZero() || s.done {
@@ -130,19 +130,19 @@ func (r *GenerationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	return ctrl.Result{}, nil
 }
 
-// genScope is one reconcile of a Generation: the object, the facts its
+// generationScope is one reconcile of a Generation: the object, the facts its
 // phases gathered, and whether one of them settled the reconcile.
-type genScope struct {
+type generationScope struct {
 	gen   *v1.Generation
 	facts genFacts
 	done  bool
 }
 
-// genPhase is one step of a Generation's reconcile. A non-zero result, an
+// generationPhase is one step of a Generation's reconcile. A non-zero result, an
 // error or s.done ends the reconcile after it.
-type genPhase func(ctx context.Context, s *genScope) (ctrl.Result, error)
+type generationPhase func(ctx context.Context, s *generationScope) (ctrl.Result, error)
 
-func (r *GenerationReconciler) ensureFinalizer(ctx context.Context, s *genScope) (ctrl.Result, error) {
+func (r *GenerationReconciler) ensureFinalizer(ctx context.Context, s *generationScope) (ctrl.Result, error) {
 	if controllerutil.AddFinalizer(s.gen, v1.Finalizer) {
 		return ctrl.Result{}, r.Client.Update(ctx, s.gen)
 	}
@@ -165,7 +165,7 @@ func refOf(gen *v1.Generation) node.Ref {
 
 // start prepares, places and starts the generation once, and records what
 // is known of the start: never more than the runtime could prove.
-func (r *GenerationReconciler) start(ctx context.Context, s *genScope) (ctrl.Result, error) {
+func (r *GenerationReconciler) start(ctx context.Context, s *generationScope) (ctrl.Result, error) {
 	gen := s.gen
 	if meta.FindStatusCondition(gen.Status.Conditions, v1.ConditionStarted) != nil {
 		return ctrl.Result{}, nil
@@ -223,7 +223,7 @@ func (r *GenerationReconciler) start(ctx context.Context, s *genScope) (ctrl.Res
 
 // observe reads the unit: an uncertain start resolves only by what is
 // seen (running, or an exit record), and an exit ends the generation.
-func (r *GenerationReconciler) observe(ctx context.Context, s *genScope) (ctrl.Result, error) {
+func (r *GenerationReconciler) observe(ctx context.Context, s *generationScope) (ctrl.Result, error) {
 	started := startedStatus(s.gen, &s.facts)
 	if started == metav1.ConditionFalse {
 		s.done = true // failed at start: nothing runs, the Instance decides
@@ -261,7 +261,7 @@ func (r *GenerationReconciler) observe(ctx context.Context, s *genScope) (ctrl.R
 }
 
 // probe checks readiness once and decides whether to wait more.
-func (r *GenerationReconciler) probe(ctx context.Context, s *genScope) (ctrl.Result, error) {
+func (r *GenerationReconciler) probe(ctx context.Context, s *generationScope) (ctrl.Result, error) {
 	gen := s.gen
 	if meta.IsStatusConditionTrue(gen.Status.Conditions, v1.ConditionReady) {
 		return ctrl.Result{RequeueAfter: r.ObserveEvery}, nil
@@ -306,7 +306,7 @@ func (r *GenerationReconciler) probeWait(uid types.UID) time.Duration {
 // retire stops the generation and proves it gone; always, even for one
 // never seen started: a start may have been handed off just before a
 // crash lost its record.
-func (r *GenerationReconciler) retire(ctx context.Context, s *genScope) (ctrl.Result, error) {
+func (r *GenerationReconciler) retire(ctx context.Context, s *generationScope) (ctrl.Result, error) {
 	if meta.IsStatusConditionTrue(s.gen.Status.Conditions, v1.ConditionTerminated) {
 		return ctrl.Result{}, nil
 	}
@@ -322,7 +322,7 @@ func (r *GenerationReconciler) retire(ctx context.Context, s *genScope) (ctrl.Re
 
 // release lets a deleted generation go once proven gone: the node's files
 // of it, then the finalizer (the lease).
-func (r *GenerationReconciler) release(ctx context.Context, s *genScope) (ctrl.Result, error) {
+func (r *GenerationReconciler) release(ctx context.Context, s *generationScope) (ctrl.Result, error) {
 	gen := s.gen
 	if gen.DeletionTimestamp.IsZero() || !controllerutil.ContainsFinalizer(gen, v1.Finalizer) {
 		return ctrl.Result{}, nil
