@@ -130,8 +130,10 @@ func (r *GenerationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	return ctrl.Result{}, nil
 }
 
-// generationScope is one reconcile of a Generation: the object, the facts its
-// phases gathered, and whether one of them settled the reconcile.
+// generationScope is one reconcile of a Generation: the object, the facts
+// its phases gathered, and whether one of them settled the reconcile.
+// The phases own no status field: they only gather facts, and
+// generationStatus's setters alone write the status, once, from them.
 type generationScope struct {
 	gen   *v1.Generation
 	facts genFacts

@@ -29,8 +29,10 @@ import (
 // InstanceReconciler turns an Instance into Generations and swaps them:
 // a template change makes Generation n+1; Overlap starts it beside the
 // old one and flips the stable socket once it is ready; Replace proves
-// the old one gone first. Status is computed in one place (instanceStatus)
-// and patched once, in a defer.
+// the old one gone first. Its phases are methods taking an
+// instanceScope, which says the status fields they own; the conditions
+// are computed in one place (computeInstanceStatus, a setter per
+// condition) and the status patched once, in a defer.
 type InstanceReconciler struct {
 	// adopted closes once the node's adoption is over (nil: none).
 	adopted <-chan struct{}
