@@ -18,9 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
 	"github.com/unitlet/unitlet/internal/hostgate"
@@ -140,8 +138,8 @@ type generationScope struct {
 	done  bool
 }
 
-// generationPhase is one step of a Generation's reconcile. A non-zero result, an
-// error or s.done ends the reconcile after it.
+// generationPhase is one step of a Generation's reconcile. A non-zero
+// result, an error or s.done ends the reconcile after it.
 type generationPhase func(ctx context.Context, s *generationScope) (ctrl.Result, error)
 
 func (r *GenerationReconciler) ensureFinalizer(ctx context.Context, s *generationScope) (ctrl.Result, error) {
@@ -343,42 +341,6 @@ func (r *GenerationReconciler) release(ctx context.Context, s *generationScope) 
 	return ctrl.Result{}, nil
 }
 
-// phaseCounts keeps the last phase of each Generation and the counts by
-// phase, and publishes the counts whenever one changes.
-type phaseCounts struct {
-	mu     sync.Mutex
-	last   map[types.NamespacedName]v1.GenerationPhase
-	counts map[string]int
-}
-
-func (p *phaseCounts) set(key types.NamespacedName, phase v1.GenerationPhase) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.last == nil {
-		p.last, p.counts = map[types.NamespacedName]v1.GenerationPhase{}, map[string]int{}
-	}
-	old, ok := p.last[key]
-	if ok && old == phase {
-		return
-	}
-	if ok {
-		p.counts[string(old)]--
-	}
-	p.last[key] = phase
-	p.counts[string(phase)]++
-	metrics.SetGenerationPhases(p.counts)
-}
-
-func (p *phaseCounts) forget(key types.NamespacedName) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if old, ok := p.last[key]; ok {
-		delete(p.last, key)
-		p.counts[string(old)]--
-		metrics.SetGenerationPhases(p.counts)
-	}
-}
-
 // emit records e on gen, or on its Instance with gen related.
 func (r *GenerationReconciler) emit(ctx context.Context, gen *v1.Generation, e genEvent) {
 	if e.onInstance && r.Recorder != nil {
@@ -392,48 +354,6 @@ func (r *GenerationReconciler) emit(ctx context.Context, gen *v1.Generation, e g
 
 func (r *GenerationReconciler) event(obj client.Object, typ, reason, action, note string, args ...any) {
 	recordEvent(r.Recorder, obj, typ, reason, action, note, args...)
-}
-
-// SetupWithManager watches Generations and the runtime's unit events.
-func (r *GenerationReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if r.Clock == nil {
-		r.Clock = clock.RealClock{}
-	}
-	if r.ProbeInterval == 0 {
-		r.ProbeInterval = 250 * time.Millisecond
-	}
-	if r.ObserveEvery == 0 {
-		r.ObserveEvery = 5 * time.Minute
-	}
-	if r.Gate == nil {
-		r.Gate = hostgate.Always{}
-	}
-	events := make(chan event.TypedGenericEvent[*v1.Generation], 64)
-	go forwardEvents(r.Runtime.Events(), events, r.RoleEvents)
-	return ctrl.NewControllerManagedBy(mgr).
-		For(&v1.Generation{}).
-		WatchesRawSource(source.Channel(events, &handler.TypedEnqueueRequestForObject[*v1.Generation]{})).
-		Named("generation").
-		WithOptions(controllerOptions()).
-		Complete(r)
-}
-
-// forwardEvents turns runtime slot events into Generation wake-ups, and
-// role slot events into Instance wake-ups when roles is set.
-func forwardEvents(in <-chan node.Ref, out chan<- event.TypedGenericEvent[*v1.Generation], roles chan<- event.TypedGenericEvent[*v1.Instance]) {
-	for ref := range in {
-		if ref.Generation == 0 {
-			if roles != nil {
-				inst := &v1.Instance{ObjectMeta: metav1.ObjectMeta{Namespace: ref.Namespace, Name: ref.Name}}
-				roles <- event.TypedGenericEvent[*v1.Instance]{Object: inst}
-			}
-			continue
-		}
-		g := &v1.Generation{ObjectMeta: metav1.ObjectMeta{
-			Namespace: ref.Namespace, Name: generationName(ref.Name, int64(ref.Generation)),
-		}}
-		out <- event.TypedGenericEvent[*v1.Generation]{Object: g}
-	}
 }
 
 var _ reconcile.Reconciler = &GenerationReconciler{}
