@@ -110,52 +110,6 @@ type NodeLease struct {
 // +kubebuilder:rbac:groups=hosting.unitlet.dev,resources=enrollments,verbs=get;create;list;watch
 // +kubebuilder:rbac:groups=hosting.unitlet.dev,resources=enrollments/status,verbs=get;update;patch
 
-// Reconcile is one round: guard, approval, preparation, decision, gate,
-// report.
-func (r *EnrollmentReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result, error) {
-	lease := r.nodeLease()
-	r.mu.Lock()
-	r.claimErr = lease.Conflict
-	r.mu.Unlock()
-	if lease.Conflict != nil {
-		if r.Gate.Set(false) {
-			metrics.SetMode(metrics.ModeJoining)
-		}
-		r.Log.V(1).Info("not hosting until this node's Lease is this agent's", "reason", lease.Conflict.Error())
-		return ctrl.Result{RequeueAfter: time.Second}, nil
-	}
-	checks := r.Guard.Check(ctx)
-	enr, approved, err := r.approved(ctx)
-	if r.apiLog.changed(err) {
-		r.Log.Error(err, "the API could not be read or written; the mode stays as it was")
-	}
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	if armed, _ := join.Armed(checks); approved && !armed {
-		if now := r.Clock.Now(); r.prepared.IsZero() || now.Sub(r.prepared) >= r.PrepareEvery {
-			r.prepared = now
-			if err := r.Guard.Prepare(); r.prepareLog.changed(err) {
-				r.Log.Error(err, "guard preparation incomplete")
-			}
-			checks = r.Guard.Check(ctx)
-		}
-	}
-	d := join.Decide(join.Facts{Approved: approved, Checks: checks, Hosted: r.hosted, LeaseNotHeld: lease.notHeld()})
-	if err := r.apply(d); err != nil {
-		r.Fatal(err)
-		return ctrl.Result{}, nil
-	}
-	err = r.report(ctx, enr, checks, d, lease)
-	if r.reportLog.changed(err) {
-		r.Log.Error(err, "the Enrollment's status could not be written")
-	}
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	return ctrl.Result{RequeueAfter: r.Every}, nil
-}
-
 // apply starts the hosting reconcilers the first time the node may host,
 // sets the gate, and logs a line when the stage or its reason changes.
 func (r *EnrollmentReconciler) apply(d join.Decision) error {

@@ -1,23 +1,22 @@
 package controllers
 
 import (
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
 	"github.com/unitlet/unitlet/runtime/outcome"
 )
 
-// execFailed writes generation n's status for an exit whose command could
-// not be executed: the app never ran (Started False), and the message is
-// the exec's error with its why, not the trampoline's exit code.
-func execFailed(n int64, e *outcome.Exit, set func(typ string, status metav1.ConditionStatus, reason, msg string),
-	emit func(typ, reason, action, format string, args ...any)) {
-	msg := "the command could not be executed: " + e.ExecFailed
-	set(v1.ConditionStarted, metav1.ConditionFalse, v1.ReasonExecFailed, msg)
-	set(v1.ConditionReady, metav1.ConditionFalse, v1.ReasonExecFailed, msg)
-	emit(corev1.EventTypeWarning, v1.ReasonExecFailed, "Start", "generation %d: %s", n, msg)
+// execFailedMsg says why a command could not be executed: the app never
+// ran (Started False), and the message is the exec's error with its why,
+// not the trampoline's exit code.
+func execFailedMsg(e *outcome.Exit) string {
+	return "the command could not be executed: " + e.ExecFailed
+}
+
+// execFailedEvent is the Event for generation n's command not executed.
+func execFailedEvent(n int64, e *outcome.Exit) genEvent {
+	return warning(v1.ReasonExecFailed, "Start", "generation %d: %s", n, execFailedMsg(e))
 }
 
 // execFailedGen: g's command could not be executed.

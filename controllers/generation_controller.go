@@ -18,9 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
 	"github.com/unitlet/unitlet/internal/hostgate"
@@ -103,7 +101,7 @@ func (r *GenerationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		return ctrl.Result{}, nil
 	}
 
-	s := &genScope{gen: gen}
+	s := &generationScope{gen: gen}
 	before := gen.DeepCopy()
 	defer func() {
 		wctx, cancel := writeContext(ctx)
@@ -118,9 +116,9 @@ func (r *GenerationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		r.phases.set(req.NamespacedName, gen.Status.Phase)
 	}()
 
-	phases := []genPhase{r.ensureFinalizer, r.start, r.observe, r.probe}
+	phases := []generationPhase{r.ensureFinalizer, r.start, r.observe, r.probe}
 	if stopping {
-		phases = []genPhase{r.drain, r.retire, r.release}
+		phases = []generationPhase{r.drain, r.retire, r.release}
 	}
 	for _, phase := range phases {
 		if res, err := phase(ctx, s); err != nil || !res.IsZero() || s.done {
@@ -130,19 +128,21 @@ func (r *GenerationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	return ctrl.Result{}, nil
 }
 
-// genScope is one reconcile of a Generation: the object, the facts its
-// phases gathered, and whether one of them settled the reconcile.
-type genScope struct {
+// generationScope is one reconcile of a Generation: the object, the facts
+// its phases gathered, and whether one of them settled the reconcile.
+// The phases own no status field: they only gather facts, and
+// generationStatus's setters alone write the status, once, from them.
+type generationScope struct {
 	gen   *v1.Generation
 	facts genFacts
 	done  bool
 }
 
-// genPhase is one step of a Generation's reconcile. A non-zero result, an
-// error or s.done ends the reconcile after it.
-type genPhase func(ctx context.Context, s *genScope) (ctrl.Result, error)
+// generationPhase is one step of a Generation's reconcile. A non-zero
+// result, an error or s.done ends the reconcile after it.
+type generationPhase func(ctx context.Context, s *generationScope) (ctrl.Result, error)
 
-func (r *GenerationReconciler) ensureFinalizer(ctx context.Context, s *genScope) (ctrl.Result, error) {
+func (r *GenerationReconciler) ensureFinalizer(ctx context.Context, s *generationScope) (ctrl.Result, error) {
 	if controllerutil.AddFinalizer(s.gen, v1.Finalizer) {
 		return ctrl.Result{}, r.Client.Update(ctx, s.gen)
 	}
@@ -165,7 +165,7 @@ func refOf(gen *v1.Generation) node.Ref {
 
 // start prepares, places and starts the generation once, and records what
 // is known of the start: never more than the runtime could prove.
-func (r *GenerationReconciler) start(ctx context.Context, s *genScope) (ctrl.Result, error) {
+func (r *GenerationReconciler) start(ctx context.Context, s *generationScope) (ctrl.Result, error) {
 	gen := s.gen
 	if meta.FindStatusCondition(gen.Status.Conditions, v1.ConditionStarted) != nil {
 		return ctrl.Result{}, nil
@@ -223,7 +223,7 @@ func (r *GenerationReconciler) start(ctx context.Context, s *genScope) (ctrl.Res
 
 // observe reads the unit: an uncertain start resolves only by what is
 // seen (running, or an exit record), and an exit ends the generation.
-func (r *GenerationReconciler) observe(ctx context.Context, s *genScope) (ctrl.Result, error) {
+func (r *GenerationReconciler) observe(ctx context.Context, s *generationScope) (ctrl.Result, error) {
 	started := startedStatus(s.gen, &s.facts)
 	if started == metav1.ConditionFalse {
 		s.done = true // failed at start: nothing runs, the Instance decides
@@ -261,7 +261,7 @@ func (r *GenerationReconciler) observe(ctx context.Context, s *genScope) (ctrl.R
 }
 
 // probe checks readiness once and decides whether to wait more.
-func (r *GenerationReconciler) probe(ctx context.Context, s *genScope) (ctrl.Result, error) {
+func (r *GenerationReconciler) probe(ctx context.Context, s *generationScope) (ctrl.Result, error) {
 	gen := s.gen
 	if meta.IsStatusConditionTrue(gen.Status.Conditions, v1.ConditionReady) {
 		return ctrl.Result{RequeueAfter: r.ObserveEvery}, nil
@@ -306,7 +306,7 @@ func (r *GenerationReconciler) probeWait(uid types.UID) time.Duration {
 // retire stops the generation and proves it gone; always, even for one
 // never seen started: a start may have been handed off just before a
 // crash lost its record.
-func (r *GenerationReconciler) retire(ctx context.Context, s *genScope) (ctrl.Result, error) {
+func (r *GenerationReconciler) retire(ctx context.Context, s *generationScope) (ctrl.Result, error) {
 	if meta.IsStatusConditionTrue(s.gen.Status.Conditions, v1.ConditionTerminated) {
 		return ctrl.Result{}, nil
 	}
@@ -322,7 +322,7 @@ func (r *GenerationReconciler) retire(ctx context.Context, s *genScope) (ctrl.Re
 
 // release lets a deleted generation go once proven gone: the node's files
 // of it, then the finalizer (the lease).
-func (r *GenerationReconciler) release(ctx context.Context, s *genScope) (ctrl.Result, error) {
+func (r *GenerationReconciler) release(ctx context.Context, s *generationScope) (ctrl.Result, error) {
 	gen := s.gen
 	if gen.DeletionTimestamp.IsZero() || !controllerutil.ContainsFinalizer(gen, v1.Finalizer) {
 		return ctrl.Result{}, nil
@@ -341,42 +341,6 @@ func (r *GenerationReconciler) release(ctx context.Context, s *genScope) (ctrl.R
 	return ctrl.Result{}, nil
 }
 
-// phaseCounts keeps the last phase of each Generation and the counts by
-// phase, and publishes the counts whenever one changes.
-type phaseCounts struct {
-	mu     sync.Mutex
-	last   map[types.NamespacedName]v1.GenerationPhase
-	counts map[string]int
-}
-
-func (p *phaseCounts) set(key types.NamespacedName, phase v1.GenerationPhase) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.last == nil {
-		p.last, p.counts = map[types.NamespacedName]v1.GenerationPhase{}, map[string]int{}
-	}
-	old, ok := p.last[key]
-	if ok && old == phase {
-		return
-	}
-	if ok {
-		p.counts[string(old)]--
-	}
-	p.last[key] = phase
-	p.counts[string(phase)]++
-	metrics.SetGenerationPhases(p.counts)
-}
-
-func (p *phaseCounts) forget(key types.NamespacedName) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if old, ok := p.last[key]; ok {
-		delete(p.last, key)
-		p.counts[string(old)]--
-		metrics.SetGenerationPhases(p.counts)
-	}
-}
-
 // emit records e on gen, or on its Instance with gen related.
 func (r *GenerationReconciler) emit(ctx context.Context, gen *v1.Generation, e genEvent) {
 	if e.onInstance && r.Recorder != nil {
@@ -390,48 +354,6 @@ func (r *GenerationReconciler) emit(ctx context.Context, gen *v1.Generation, e g
 
 func (r *GenerationReconciler) event(obj client.Object, typ, reason, action, note string, args ...any) {
 	recordEvent(r.Recorder, obj, typ, reason, action, note, args...)
-}
-
-// SetupWithManager watches Generations and the runtime's unit events.
-func (r *GenerationReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if r.Clock == nil {
-		r.Clock = clock.RealClock{}
-	}
-	if r.ProbeInterval == 0 {
-		r.ProbeInterval = 250 * time.Millisecond
-	}
-	if r.ObserveEvery == 0 {
-		r.ObserveEvery = 5 * time.Minute
-	}
-	if r.Gate == nil {
-		r.Gate = hostgate.Always{}
-	}
-	events := make(chan event.TypedGenericEvent[*v1.Generation], 64)
-	go forwardEvents(r.Runtime.Events(), events, r.RoleEvents)
-	return ctrl.NewControllerManagedBy(mgr).
-		For(&v1.Generation{}).
-		WatchesRawSource(source.Channel(events, &handler.TypedEnqueueRequestForObject[*v1.Generation]{})).
-		Named("generation").
-		WithOptions(controllerOptions()).
-		Complete(r)
-}
-
-// forwardEvents turns runtime slot events into Generation wake-ups, and
-// role slot events into Instance wake-ups when roles is set.
-func forwardEvents(in <-chan node.Ref, out chan<- event.TypedGenericEvent[*v1.Generation], roles chan<- event.TypedGenericEvent[*v1.Instance]) {
-	for ref := range in {
-		if ref.Generation == 0 {
-			if roles != nil {
-				inst := &v1.Instance{ObjectMeta: metav1.ObjectMeta{Namespace: ref.Namespace, Name: ref.Name}}
-				roles <- event.TypedGenericEvent[*v1.Instance]{Object: inst}
-			}
-			continue
-		}
-		g := &v1.Generation{ObjectMeta: metav1.ObjectMeta{
-			Namespace: ref.Namespace, Name: generationName(ref.Name, int64(ref.Generation)),
-		}}
-		out <- event.TypedGenericEvent[*v1.Generation]{Object: g}
-	}
 }
 
 var _ reconcile.Reconciler = &GenerationReconciler{}

@@ -36,7 +36,7 @@ type drainFact struct {
 // listener drained, or its Instance's drain limit passes. A generation
 // clients still reach (Replace, suspend, delete) or one with nothing
 // running needs none and is stopped at once.
-func (r *GenerationReconciler) drain(ctx context.Context, s *genScope) (ctrl.Result, error) {
+func (r *GenerationReconciler) drain(ctx context.Context, s *generationScope) (ctrl.Result, error) {
 	gen := s.gen
 	if meta.IsStatusConditionTrue(gen.Status.Conditions, v1.ConditionTerminated) {
 		r.draining.Delete(gen.UID)

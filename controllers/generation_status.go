@@ -70,142 +70,137 @@ type genEvent struct {
 }
 
 // generationStatus writes gen's status from f, and returns the events
-// the change calls for. It reads nothing but gen and f.
+// the change calls for. It reads nothing but gen and f: what follows
+// from them is derived once (genView), then each condition has its own
+// setter, and the phase and the unit's record theirs.
 func generationStatus(gen *v1.Generation, f genFacts) []genEvent {
-	st := &gen.Status
-	var evs []genEvent
-	set := func(typ string, status metav1.ConditionStatus, reason, msg string) {
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-			Type: typ, Status: status, Reason: reason, Message: truncate(msg), ObservedGeneration: gen.Generation,
-		})
-	}
-	emit := func(typ, reason, action, format string, args ...any) {
-		evs = append(evs, genEvent{typ: typ, reason: reason, action: action, msg: fmt.Sprintf(format, args...)})
-	}
-	n := gen.Spec.Number
 	if f.rebooted != nil {
-		goneWithBootStatus(gen, *f.rebooted, set)
+		goneWithBootStatus(gen, *f.rebooted, func(typ string, status metav1.ConditionStatus, reason, msg string) {
+			setGenCondition(gen, typ, status, reason, msg)
+		})
 		return nil // one Event for the node, not one per generation
 	}
+	v := viewOf(gen, f)
+	setGenerationPhase(gen, v)
+	setGenerationRecord(gen, v)
+	// In the order the facts arrive in (a condition new to the list is
+	// appended, and the events keep their order).
+	var evs []genEvent
+	setPrepared(gen, v)
+	evs = append(evs, setStarted(gen, v)...)
+	evs = append(evs, setDrained(gen, v)...)
+	evs = append(evs, setTerminated(gen, v)...)
+	return append(evs, setGenerationReady(gen, v)...)
+}
 
-	switch {
-	case f.notOnNode != "":
-		st.Phase = v1.PhaseFailed
-		set(v1.ConditionStarted, metav1.ConditionFalse, v1.ReasonLaunchRefused, f.notOnNode)
-	case f.envErr != nil:
-		st.Phase = v1.PhasePending
-		set(v1.ConditionPrepared, metav1.ConditionFalse, v1.ReasonEnvUnavailable, f.envErr.Error())
-	case f.prepareErr != nil:
-		st.Phase = v1.PhasePending
-		set(v1.ConditionPrepared, metav1.ConditionFalse, v1.ReasonPrepareFailed, "retrying: "+f.prepareErr.Error())
-	}
-	if p := f.prepared; p != nil {
-		msg := "prepared"
-		if p.fresh {
-			st.Phase = v1.PhaseStarting
-			st.Unit, st.Cgroup = p.unit, p.cgroup
-			if len(p.warnings) > 0 {
-				msg = fmt.Sprintf("prepared with warnings: %v", p.warnings)
-			}
-		}
-		set(v1.ConditionPrepared, metav1.ConditionTrue, v1.ReasonPrepared, msg)
-	}
-	if s := f.start; s != nil {
-		msg := s.Kind.String()
-		if s.Cause != nil {
-			msg = s.Cause.Error()
-		}
-		switch s.Kind {
-		case outcome.Running:
-			now := metav1.NewTime(f.now)
-			st.StartedAt = &now
-			st.InvocationID, st.MainPID = s.InvocationID, int64(s.MainPID)
-			// No Event for the normal path's steps (running, ready): the
-			// conditions say them, and a thousand Instances' worth of
-			// Events is a backlog the API server takes minutes to write.
-			set(v1.ConditionStarted, metav1.ConditionTrue, v1.ReasonRunning, fmt.Sprintf("running as pid %d", s.MainPID))
-		case outcome.NotStarted:
-			st.Phase = v1.PhaseFailed
-			set(v1.ConditionStarted, metav1.ConditionFalse, v1.ReasonLaunchRefused, msg)
-			emit(corev1.EventTypeWarning, v1.ReasonLaunchRefused, "Start", "generation %d not started: %s", n, msg)
-		case outcome.ExitedBeforeObserved:
-			st.Phase = v1.PhaseFailed
-			st.Exit = exitStatus(s.Exit)
-			if s.Exit != nil && s.Exit.ExecFailed != "" {
-				execFailed(n, s.Exit, set, emit)
-				break
-			}
-			set(v1.ConditionStarted, metav1.ConditionFalse, v1.ReasonExitedBeforeObserved, msg)
-			emit(corev1.EventTypeWarning, v1.ReasonExitedBeforeObserved, "Start", "generation %d crashed at start: %s", n, msg)
-		default: // MayHaveRun, QueuedJobMayRun: say so, never claim either way
-			set(v1.ConditionStarted, metav1.ConditionUnknown, s.Kind.String(), msg)
-			emit(corev1.EventTypeWarning, s.Kind.String(), "Start", "generation %d may have run: %s", n, msg)
-		}
+// genView is what the status setters read: the facts, and what follows
+// from them and the status as it was before any setter wrote.
+type genView struct {
+	genFacts
+	n int64 // the generation's number, for messages
+	// exit is an exit observed now that ends the generation: its cgroup
+	// is empty, and it had not failed already.
+	exit *outcome.Exit
+	// mainPID is the main process as known after this reconcile's start
+	// and observation (before a proven kill clears it).
+	mainPID int64
+}
+
+func viewOf(gen *v1.Generation, f genFacts) genView {
+	v := genView{genFacts: f, n: gen.Spec.Number, mainPID: gen.Status.MainPID}
+	if s := f.start; s != nil && s.Kind == outcome.Running {
+		v.mainPID = int64(s.MainPID)
 	}
 	if o := f.observed; o != nil {
 		if o.MainPID != 0 {
-			st.MainPID = int64(o.MainPID) // as observed now: an adoption keeps it true
+			v.mainPID = int64(o.MainPID) // as observed now: an adoption keeps it true
 		}
-		if o.Exit != nil && !o.Populated && st.Phase != v1.PhaseFailed {
-			st.Phase = v1.PhaseFailed
-			st.Exit = exitStatus(o.Exit)
-			if o.Exit.ExecFailed != "" {
-				execFailed(n, o.Exit, set, emit)
-			} else {
-				set(v1.ConditionReady, metav1.ConditionFalse, v1.ReasonExited, describeExit(o.Exit))
-				// It did start; "running" is no longer so.
-				set(v1.ConditionStarted, metav1.ConditionTrue, v1.ReasonExited, fmt.Sprintf("ran as pid %d, then %s", st.MainPID, describeExit(o.Exit)))
-				emit(corev1.EventTypeWarning, v1.ReasonExited, "Observe", "generation %d exited: %s", n, describeExit(o.Exit))
-			}
+		if o.Exit != nil && !o.Populated && startPhase(gen.Status.Phase, f) != v1.PhaseFailed {
+			v.exit = o.Exit
 		}
 	}
-	if f.unresolved != "" {
+	return v
+}
+
+// startPhase is the phase as the facts up to the start leave it.
+func startPhase(phase v1.GenerationPhase, f genFacts) v1.GenerationPhase {
+	switch {
+	case f.notOnNode != "":
+		phase = v1.PhaseFailed
+	case f.envErr != nil, f.prepareErr != nil:
+		phase = v1.PhasePending
+	}
+	if p := f.prepared; p != nil && p.fresh {
+		phase = v1.PhaseStarting
+	}
+	if s := f.start; s != nil && (s.Kind == outcome.NotStarted || s.Kind == outcome.ExitedBeforeObserved) {
+		phase = v1.PhaseFailed
+	}
+	return phase
+}
+
+// setGenerationPhase writes the phase: the start's, then what the
+// observation, the probe and the kill make of it.
+func setGenerationPhase(gen *v1.Generation, v genView) {
+	st := &gen.Status
+	st.Phase = startPhase(st.Phase, v.genFacts)
+	if v.exit != nil || v.unresolved != "" {
 		st.Phase = v1.PhaseFailed
-		set(v1.ConditionReady, metav1.ConditionFalse, v1.ReasonStartUnresolved, f.unresolved)
-		emit(corev1.EventTypeWarning, v1.ReasonStartUnresolved, "Observe", "generation %d: %s", n, f.unresolved)
 	}
-	if p := f.probe; p != nil {
+	if p := v.probe; p != nil {
 		switch {
 		case p.err == nil:
 			st.Phase = v1.PhaseRunning
-			set(v1.ConditionReady, metav1.ConditionTrue, v1.ReasonProbeSucceeded, "readiness probe succeeded")
 		case p.timedOut:
 			st.Phase = v1.PhaseFailed
-			set(v1.ConditionReady, metav1.ConditionFalse, v1.ReasonReadinessTimeout, fmt.Sprintf("not ready within %s: %v", p.timeout, p.err))
-			emit(corev1.EventTypeWarning, v1.ReasonReadinessTimeout, "Probe", "generation %d not ready within %s", n, p.timeout)
-		default:
-			set(v1.ConditionReady, metav1.ConditionFalse, v1.ReasonProbing, p.err.Error())
 		}
 	}
-	if d := f.drain; d != nil {
-		if e := drainStatus(gen, d, set); e != nil {
-			evs = append(evs, *e)
-		}
-	}
-	if k := f.kill; k != nil {
-		// Once a kill was sent, "running" is no longer known to be so.
-		if c := meta.FindStatusCondition(st.Conditions, v1.ConditionStarted); c != nil && c.Reason == v1.ReasonRunning {
-			msg := fmt.Sprintf("ran as pid %d; asked to stop, its end not proven yet (see Terminated)", st.MainPID)
-			if k.Proven {
-				msg = fmt.Sprintf("ran as pid %d, then was stopped", st.MainPID)
-			}
-			set(v1.ConditionStarted, metav1.ConditionTrue, v1.ReasonRetired, msg)
-		}
-		if !k.Proven {
-			if st.Phase != v1.PhaseRetired {
-				st.Phase = v1.PhaseRetiring
-			}
-			set(v1.ConditionTerminated, metav1.ConditionFalse, string(k.Reason), k.Err().Error())
-			emit(corev1.EventTypeWarning, v1.ConditionKillUnproven, "Retire", "generation %d kill unproven: %v", n, k.Err())
-		} else {
+	if k := v.kill; k != nil {
+		switch {
+		case k.Proven:
 			st.Phase = v1.PhaseRetired
-			st.MainPID = 0
-			set(v1.ConditionTerminated, metav1.ConditionTrue, v1.ReasonProven, "stopped; unit inactive and cgroup seen empty")
-			set(v1.ConditionReady, metav1.ConditionFalse, v1.ReasonRetired, "generation retired")
-			emit(corev1.EventTypeNormal, v1.ReasonRetired, "Retire", "generation %d proven gone", n)
+		case st.Phase != v1.PhaseRetired:
+			st.Phase = v1.PhaseRetiring
 		}
 	}
-	return evs
+}
+
+// setGenerationRecord writes what is known of the unit: its names, its
+// start, its main process and its exit.
+func setGenerationRecord(gen *v1.Generation, v genView) {
+	st := &gen.Status
+	if p := v.prepared; p != nil && p.fresh {
+		st.Unit, st.Cgroup = p.unit, p.cgroup
+	}
+	if s := v.start; s != nil {
+		switch s.Kind {
+		case outcome.Running:
+			now := metav1.NewTime(v.now)
+			st.StartedAt = &now
+			st.InvocationID = s.InvocationID
+		case outcome.ExitedBeforeObserved:
+			st.Exit = exitStatus(s.Exit)
+		}
+	}
+	st.MainPID = v.mainPID
+	if v.exit != nil {
+		st.Exit = exitStatus(v.exit)
+	}
+	if k := v.kill; k != nil && k.Proven {
+		st.MainPID = 0
+	}
+}
+
+// setGenCondition sets one condition of gen.
+func setGenCondition(gen *v1.Generation, typ string, status metav1.ConditionStatus, reason, msg string) {
+	meta.SetStatusCondition(&gen.Status.Conditions, metav1.Condition{
+		Type: typ, Status: status, Reason: reason, Message: truncate(msg), ObservedGeneration: gen.Generation,
+	})
+}
+
+// warning is a Warning event about the generation.
+func warning(reason, action, format string, args ...any) genEvent {
+	return genEvent{typ: corev1.EventTypeWarning, reason: reason, action: action, msg: fmt.Sprintf(format, args...)}
 }
 
 // startedStatus is the Started condition's status as f leaves it: what

@@ -29,8 +29,10 @@ import (
 // InstanceReconciler turns an Instance into Generations and swaps them:
 // a template change makes Generation n+1; Overlap starts it beside the
 // old one and flips the stable socket once it is ready; Replace proves
-// the old one gone first. Status is computed in one place (instanceStatus)
-// and patched once, in a defer.
+// the old one gone first. Its phases are methods taking an
+// instanceScope, which says the status fields they own; the conditions
+// are computed in one place (computeInstanceStatus, a setter per
+// condition) and the status patched once, in a defer.
 type InstanceReconciler struct {
 	// adopted closes once the node's adoption is over (nil: none).
 	adopted <-chan struct{}
@@ -80,7 +82,7 @@ func (r *InstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	s := &swap{r: r, inst: inst, gens: gens, patchBase: inst.DeepCopy()}
+	s := &instanceScope{r: r, inst: inst, gens: gens, patchBase: inst.DeepCopy()}
 	defer func() {
 		computeInstanceStatus(inst, gens, failedNote(s.note, retErr), retErr == nil)
 		wctx, cancel := writeContext(ctx)
@@ -95,13 +97,13 @@ func (r *InstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_
 		}
 	}()
 
-	phases := []swapPhase{s.gateOpen, s.ensureFinalizer, s.claimHost, s.releaseFormerHosts, s.suspendIfAsked, s.sleepOrWake, s.checkIdentity,
-		s.ensureSeed, s.ensureLatest, s.pruneHistory, s.advance, s.fallAsleepIfIdle}
+	phases := []instancePhase{r.gateOpen, r.ensureFinalizer, r.claimHost, r.releaseFormerHosts, r.suspendIfAsked, r.sleepOrWake, r.checkIdentity,
+		r.ensureSeed, r.ensureLatest, r.pruneHistory, r.advance, r.fallAsleepIfIdle}
 	if !inst.DeletionTimestamp.IsZero() {
-		phases = []swapPhase{s.finalize}
+		phases = []instancePhase{r.finalize}
 	}
 	for _, phase := range phases {
-		if res, err := phase(ctx); err != nil || !res.IsZero() || s.done {
+		if res, err := phase(ctx, s); err != nil || !res.IsZero() || s.done {
 			return res, err
 		}
 	}
@@ -119,8 +121,8 @@ func failedNote(n note, err error) note {
 }
 
 // gateOpen stops the reconcile while the node is not hosting.
-func (s *swap) gateOpen(context.Context) (ctrl.Result, error) {
-	if s.r.Gate.Accepting() {
+func (r *InstanceReconciler) gateOpen(ctx context.Context, s *instanceScope) (ctrl.Result, error) {
+	if r.Gate.Accepting() {
 		return ctrl.Result{}, nil
 	}
 	s.note = note{reason: v1.ReasonFenced, msg: "node is not hosting: no new work is started"}
@@ -128,21 +130,21 @@ func (s *swap) gateOpen(context.Context) (ctrl.Result, error) {
 }
 
 // ensureFinalizer takes the lease, and reads the stable socket's path.
-func (s *swap) ensureFinalizer(ctx context.Context) (ctrl.Result, error) {
+func (r *InstanceReconciler) ensureFinalizer(ctx context.Context, s *instanceScope) (ctrl.Result, error) {
 	if controllerutil.AddFinalizer(s.inst, v1.Finalizer) {
-		if err := s.r.Client.Update(ctx, s.inst); err != nil {
+		if err := r.Client.Update(ctx, s.inst); err != nil {
 			return ctrl.Result{}, err
 		}
 		s.patchBase = s.inst.DeepCopy()
 	}
-	if sock, err := s.r.Runtime.StableSocket(s.ref()); err == nil {
+	if sock, err := r.Runtime.StableSocket(s.ref()); err == nil {
 		s.inst.Status.Socket = sock
 	}
 	return ctrl.Result{}, nil
 }
 
 // suspendIfAsked suspends instead of everything after it.
-func (s *swap) suspendIfAsked(ctx context.Context) (ctrl.Result, error) {
+func (r *InstanceReconciler) suspendIfAsked(ctx context.Context, s *instanceScope) (ctrl.Result, error) {
 	if !s.inst.Spec.Suspend {
 		return ctrl.Result{}, nil
 	}

@@ -19,7 +19,7 @@ const defaultGenerationHistory = 10
 // while, not for ever, or a long life of template changes (or a crash
 // loop) would pile them up. The active and the newest are never pruned,
 // nor anything whose kill is not proven: its finalizer is a lease.
-func (s *swap) pruneHistory(ctx context.Context) (ctrl.Result, error) {
+func (r *InstanceReconciler) pruneHistory(ctx context.Context, s *instanceScope) (ctrl.Result, error) {
 	limit := defaultGenerationHistory
 	if l := s.inst.Spec.GenerationHistoryLimit; l != nil {
 		limit = int(*l)
@@ -32,7 +32,7 @@ func (s *swap) pruneHistory(ctx context.Context) (ctrl.Result, error) {
 		}
 	}
 	for _, g := range prunable(done, limit) {
-		if err := s.r.Client.Delete(ctx, g); client.IgnoreNotFound(err) != nil {
+		if err := r.Client.Delete(ctx, g); client.IgnoreNotFound(err) != nil {
 			return ctrl.Result{}, fmt.Errorf("prune generation %d: %w", g.Spec.Number, err)
 		}
 	}

@@ -52,24 +52,24 @@ func decideClaim(inst *v1.Instance, claim *v1.HostClaim, holderGone bool) claimS
 // claimHost holds spec.host's claim before anything of that host is
 // made; held by another, the reconcile stops here, and a generation that
 // serves a former host keeps serving it.
-func (s *swap) claimHost(ctx context.Context) (ctrl.Result, error) {
-	claim, err := getClaim(ctx, s.r.Client, s.inst.Spec.Host)
+func (r *InstanceReconciler) claimHost(ctx context.Context, s *instanceScope) (ctrl.Result, error) {
+	claim, err := getClaim(ctx, r.Client, s.inst.Spec.Host)
 	if err != nil {
 		return s.stop(ctrl.Result{}, err)
 	}
-	state, err := s.r.claimState(ctx, s.inst, claim)
+	state, err := r.claimState(ctx, s.inst, claim)
 	if err != nil {
 		return s.stop(ctrl.Result{}, err)
 	}
 	if state == claimStale {
 		ctrl.LoggerFrom(ctx).Info("taking over a host whose holder is gone", "host", claim.Name,
 			"holderNamespace", claim.Spec.Namespace, "holderName", claim.Spec.Name, "holderUID", claim.Spec.UID)
-		if err := s.r.releaseClaim(ctx, claim); err != nil {
+		if err := r.releaseClaim(ctx, claim); err != nil {
 			return s.stop(ctrl.Result{}, err)
 		}
 	}
 	if state == claimFree || state == claimStale {
-		if state, err = s.r.createClaim(ctx, s.inst); err != nil {
+		if state, err = r.createClaim(ctx, s.inst); err != nil {
 			return s.stop(ctrl.Result{}, err)
 		}
 	}

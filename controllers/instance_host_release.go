@@ -44,21 +44,21 @@ func releasable(former []*v1.HostClaim, gens []*v1.Generation) []*v1.HostClaim {
 // releaseFormerHosts gives back the hosts a host change left once nothing
 // serves them. The generations are read from the API server: one just made
 // for the former host may not be in the cache yet.
-func (s *swap) releaseFormerHosts(ctx context.Context) (ctrl.Result, error) {
+func (r *InstanceReconciler) releaseFormerHosts(ctx context.Context, s *instanceScope) (ctrl.Result, error) {
 	var list v1.HostClaimList
-	if err := s.r.Client.List(ctx, &list, client.MatchingLabels{v1.LabelHolderUID: string(s.inst.UID)}); err != nil {
+	if err := r.Client.List(ctx, &list, client.MatchingLabels{v1.LabelHolderUID: string(s.inst.UID)}); err != nil {
 		return ctrl.Result{}, fmt.Errorf("list the instance's host claims: %w", err)
 	}
 	former := formerClaims(list.Items, s.inst)
 	if len(former) == 0 {
 		return ctrl.Result{}, nil
 	}
-	gens, err := listGenerations(ctx, s.r.Reader, s.inst)
+	gens, err := listGenerations(ctx, r.Reader, s.inst)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	for _, c := range releasable(former, gens) {
-		if err := s.r.releaseClaim(ctx, c); err != nil {
+		if err := r.releaseClaim(ctx, c); err != nil {
 			return ctrl.Result{}, err
 		}
 		ctrl.LoggerFrom(ctx).Info("former host released", "host", c.Name)
@@ -69,7 +69,7 @@ func (s *swap) releaseFormerHosts(ctx context.Context) (ctrl.Result, error) {
 // releaseAllHosts gives back every host the Instance holds, once nothing
 // of it runs; the list is the API server's, so that a claim just made is
 // not left behind when the finalizer goes.
-func (s *swap) releaseAllHosts(ctx context.Context) error {
+func (s *instanceScope) releaseAllHosts(ctx context.Context) error {
 	var list v1.HostClaimList
 	if err := s.r.Reader.List(ctx, &list, client.MatchingLabels{v1.LabelHolderUID: string(s.inst.UID)}); err != nil {
 		return fmt.Errorf("list the instance's host claims: %w", err)

@@ -27,7 +27,7 @@ const identityRecheck = 10 * time.Second
 // removed stops new starts, and the Instance's owner or an administrator
 // ends what runs (empty user, or delete the Instance). Another error (the
 // node's user database unreadable) is returned as it is.
-func (s *swap) checkIdentity(ctx context.Context) (ctrl.Result, error) {
+func (r *InstanceReconciler) checkIdentity(ctx context.Context, s *instanceScope) (ctrl.Result, error) {
 	refused, err := s.identityRefused(ctx)
 	if refused || err != nil {
 		return s.stop(ctrl.Result{RequeueAfter: identityRecheck}, err)
@@ -35,7 +35,7 @@ func (s *swap) checkIdentity(ctx context.Context) (ctrl.Result, error) {
 	return ctrl.Result{}, nil
 }
 
-func (s *swap) identityRefused(ctx context.Context) (bool, error) {
+func (s *instanceScope) identityRefused(ctx context.Context) (bool, error) {
 	user, ns, nodeName := s.inst.Spec.Template.User, s.inst.Namespace, s.r.NodeName
 	g, err := ReadGrant(ctx, s.r.Client, ns, user, nodeName)
 	if err != nil {

@@ -57,21 +57,21 @@ func decideSleep(idle time.Duration, now time.Time, sleeping *metav1.Time, servi
 
 // sleepOrWake, before the swap: a sleeping Instance keeps nothing
 // running and the agent its socket, until a connection wakes it.
-func (s *swap) sleepOrWake(ctx context.Context) (ctrl.Result, error) {
+func (r *InstanceReconciler) sleepOrWake(ctx context.Context, s *instanceScope) (ctrl.Result, error) {
 	st := &s.inst.Status
 	if idleAfter(s.inst) == 0 {
 		if st.IdleSince != nil {
 			// idleAfter removed while asleep: it wakes now.
-			st.IdleSince, st.WokenAt = nil, &metav1.Time{Time: s.r.Clock.Now()}
+			st.IdleSince, st.WokenAt = nil, &metav1.Time{Time: r.Clock.Now()}
 		}
 		return ctrl.Result{}, nil
 	}
-	a := s.r.Runtime.Activity(s.ref())
-	d, _ := decideSleep(idleAfter(s.inst), s.r.Clock.Now(), st.IdleSince, false, a)
+	a := r.Runtime.Activity(s.ref())
+	d, _ := decideSleep(idleAfter(s.inst), r.Clock.Now(), st.IdleSince, false, a)
 	switch d {
 	case wake:
 		st.IdleSince, st.WokenAt = nil, &metav1.Time{Time: a.Last}
-		s.r.event(s.inst, corev1.EventTypeNormal, v1.ReasonWaking, "Wake", "a connection arrived: a generation starts to answer it")
+		r.event(s.inst, corev1.EventTypeNormal, v1.ReasonWaking, "Wake", "a connection arrived: a generation starts to answer it")
 		return ctrl.Result{}, nil
 	case staySleeping:
 		s.done = true
@@ -82,7 +82,7 @@ func (s *swap) sleepOrWake(ctx context.Context) (ctrl.Result, error) {
 
 // sleep retires every generation and holds the socket once they are
 // proven gone.
-func (s *swap) sleep(ctx context.Context) error {
+func (s *instanceScope) sleep(ctx context.Context) error {
 	gone, err := s.retireAll(ctx, RetiredIdle)
 	if err != nil {
 		return err
@@ -103,27 +103,27 @@ func (s *swap) sleep(ctx context.Context) error {
 // fallAsleepIfIdle, after the swap: a serving Instance whose socket got
 // no connection for idleAfter goes to sleep; otherwise it is looked at
 // again when it could be.
-func (s *swap) fallAsleepIfIdle(ctx context.Context) (ctrl.Result, error) {
+func (r *InstanceReconciler) fallAsleepIfIdle(ctx context.Context, s *instanceScope) (ctrl.Result, error) {
 	idle := idleAfter(s.inst)
 	if idle == 0 || s.inst.Status.IdleSince != nil {
 		return ctrl.Result{}, nil
 	}
 	active := s.number(s.inst.Status.ActiveGeneration)
 	serving := active != nil && ready(active) && !active.Spec.Retired && active == s.latest()
-	now := s.r.Clock.Now()
-	d, recheck := decideSleep(idle, now, nil, serving, s.r.Runtime.Activity(s.ref()))
+	now := r.Clock.Now()
+	d, recheck := decideSleep(idle, now, nil, serving, r.Runtime.Activity(s.ref()))
 	if d != fallAsleep {
 		return ctrl.Result{RequeueAfter: recheck}, nil
 	}
 	s.inst.Status.IdleSince = &metav1.Time{Time: now}
-	s.r.event(s.inst, corev1.EventTypeNormal, v1.ReasonIdle, "Sleep", "no connection for %s: generation %d stops; the next connection starts one",
+	r.event(s.inst, corev1.EventTypeNormal, v1.ReasonIdle, "Sleep", "no connection for %s: generation %d stops; the next connection starts one",
 		idle, active.Spec.Number)
 	return ctrl.Result{}, s.sleep(ctx)
 }
 
 // woken records, at the promotion that ends a wake, how long its first
 // connection waited for a generation to serve.
-func (s *swap) woken() {
+func (s *instanceScope) woken() {
 	st := &s.inst.Status
 	if st.WokenAt == nil {
 		return

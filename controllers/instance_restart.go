@@ -56,7 +56,7 @@ func appRestartKey(namespace, name string) string { return restartKeyPrefix(name
 // serves, so that ensureLatest starts a successor with the same template,
 // as a ReplicaSet replaces a Pod that failed. An app that keeps ending is
 // replaced no sooner than the restart backoff allows.
-func (s *swap) replaceExited(ctx context.Context, g *v1.Generation) (ctrl.Result, error) {
+func (s *instanceScope) replaceExited(ctx context.Context, g *v1.Generation) (ctrl.Result, error) {
 	if goneWithBoot(g) {
 		return ctrl.Result{}, s.replaceRebooted(ctx, g)
 	}
@@ -85,7 +85,7 @@ func (s *swap) replaceExited(ctx context.Context, g *v1.Generation) (ctrl.Result
 // replaceRebooted retires g, which the node's reboot ended, so that a
 // successor with the same template starts at once: a reboot is no crash
 // of the app, so it neither waits out nor feeds the restart backoff.
-func (s *swap) replaceRebooted(ctx context.Context, g *v1.Generation) error {
+func (s *instanceScope) replaceRebooted(ctx context.Context, g *v1.Generation) error {
 	if err := s.r.retireGeneration(ctx, s.inst, g, RetiredRebooted); err != nil {
 		return err
 	}

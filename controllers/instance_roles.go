@@ -21,13 +21,13 @@ import (
 // event be lost; the event normally comes first.
 const roleWait = 5 * time.Second
 
-func (s *swap) roleRef(r layout.Role) node.Ref {
+func (s *instanceScope) roleRef(r layout.Role) node.Ref {
 	return node.Ref{InstanceRef: s.ref(), Role: r}
 }
 
 // roleRequest starts a seed or sidecar in the template's environment:
 // its env, envFrom, working dir and user, as the app gets them.
-func (s *swap) roleRequest(ctx context.Context, ref node.Ref, role v1.Role) (node.StartRequest, error) {
+func (s *instanceScope) roleRequest(ctx context.Context, ref node.Ref, role v1.Role) (node.StartRequest, error) {
 	g, err := ReadGrant(ctx, s.r.Client, s.inst.Namespace, s.inst.Spec.Template.User, s.r.NodeName)
 	if err != nil {
 		return node.StartRequest{}, err
@@ -40,13 +40,13 @@ func (s *swap) roleRequest(ctx context.Context, ref node.Ref, role v1.Role) (nod
 // ensureSeed runs the seed role once, before the first generation, which
 // waits for it (s.done); a failed seed stalls the Instance with its exit
 // until the spec changes.
-func (s *swap) ensureSeed(ctx context.Context) (ctrl.Result, error) {
+func (r *InstanceReconciler) ensureSeed(ctx context.Context, s *instanceScope) (ctrl.Result, error) {
 	seed := s.inst.Spec.Template.Seed
 	if seed == nil || len(s.gens) > 0 || s.inst.Annotations[AnnotationSeeded] != "" {
 		return ctrl.Result{}, nil
 	}
 	ref := s.roleRef(layout.RoleSeed)
-	st, err := s.r.Runtime.Observe(ctx, ref)
+	st, err := r.Runtime.Observe(ctx, ref)
 	if err != nil {
 		return s.stop(ctrl.Result{}, fmt.Errorf("observe seed: %w", err))
 	}
@@ -55,20 +55,20 @@ func (s *swap) ensureSeed(ctx context.Context) (ctrl.Result, error) {
 		s.progress(v1.ReasonProgressing, "seed running")
 		return s.stop(ctrl.Result{RequeueAfter: roleWait}, nil)
 	case st.Exit != nil && st.Exit.Code == 0 && st.Exit.Signal == 0:
-		if kill := s.r.Runtime.Retire(ctx, ref, time.Second); !kill.Proven {
+		if kill := r.Runtime.Retire(ctx, ref, time.Second); !kill.Proven {
 			s.note = note{reason: string(kill.Reason), msg: "seed: " + kill.Err().Error(), unproven: true}
 			return s.stop(ctrl.Result{}, kill.Err())
 		}
 		if err := s.markSeeded(ctx); err != nil {
 			return s.stop(ctrl.Result{}, err)
 		}
-		s.r.event(s.inst, corev1.EventTypeNormal, "Seeded", "Seed", "seed finished")
+		r.event(s.inst, corev1.EventTypeNormal, "Seeded", "Seed", "seed finished")
 		return ctrl.Result{}, nil
 	case st.Exit != nil:
 		stalled := meta.FindStatusCondition(s.inst.Status.Conditions, v1.ConditionStalled)
 		if stalled == nil || stalled.Reason != v1.ReasonSeedFailed || stalled.ObservedGeneration == s.inst.Generation {
 			if stalled == nil || stalled.Reason != v1.ReasonSeedFailed {
-				s.r.event(s.inst, corev1.EventTypeWarning, v1.ReasonSeedFailed, "Seed", "seed failed: %s", describeExit(st.Exit))
+				r.event(s.inst, corev1.EventTypeWarning, v1.ReasonSeedFailed, "Seed", "seed failed: %s", describeExit(st.Exit))
 			}
 			s.note = note{reason: v1.ReasonSeedFailed, stalled: true,
 				msg: fmt.Sprintf("seed failed: %s; change the Instance to run it again", describeExit(st.Exit))}
@@ -76,7 +76,7 @@ func (s *swap) ensureSeed(ctx context.Context) (ctrl.Result, error) {
 		}
 		// The spec changed since the seed failed: prove the failed run
 		// gone, then start the seed again.
-		if kill := s.r.Runtime.Retire(ctx, ref, time.Second); !kill.Proven {
+		if kill := r.Runtime.Retire(ctx, ref, time.Second); !kill.Proven {
 			s.note = note{reason: string(kill.Reason), msg: "seed: " + kill.Err().Error(), unproven: true}
 			return s.stop(ctrl.Result{}, kill.Err())
 		}
@@ -88,7 +88,7 @@ func (s *swap) ensureSeed(ctx context.Context) (ctrl.Result, error) {
 		s.progress(v1.ReasonEnvUnavailable, "seed not started: %v", err)
 		return s.stop(ctrl.Result{RequeueAfter: roleWait}, nil)
 	}
-	res := s.r.Runtime.Start(ctx, req)
+	res := r.Runtime.Start(ctx, req)
 	switch res.Start.Kind {
 	case outcome.NotStarted:
 		s.note = note{reason: v1.ReasonSeedFailed, stalled: true, msg: "seed not started: " + res.Start.Err().Error()}
@@ -103,7 +103,7 @@ func (s *swap) ensureSeed(ctx context.Context) (ctrl.Result, error) {
 
 // markSeeded records on the Instance that its seed has run, so it never
 // runs again, whatever happens to the node's records.
-func (s *swap) markSeeded(ctx context.Context) error {
+func (s *instanceScope) markSeeded(ctx context.Context) error {
 	patch := client.MergeFrom(s.inst.DeepCopy())
 	if s.inst.Annotations == nil {
 		s.inst.Annotations = map[string]string{}
@@ -117,7 +117,7 @@ func (s *swap) markSeeded(ctx context.Context) error {
 
 // retireRoles proves the seed, every sidecar slot and every run gone
 // (suspend, delete), also sidecars no longer in the template.
-func (s *swap) retireRoles(ctx context.Context) (bool, error) {
+func (s *instanceScope) retireRoles(ctx context.Context) (bool, error) {
 	sidecars, runs, err := s.roleSlots(ctx)
 	if err != nil {
 		return false, err

@@ -17,7 +17,7 @@ import (
 )
 
 // sidecarRef is the slot of the Instance's sidecar called name.
-func (s *swap) sidecarRef(name string) node.Ref {
+func (s *instanceScope) sidecarRef(name string) node.Ref {
 	return node.SidecarRef(s.inst.Namespace, s.inst.Name, name)
 }
 
@@ -37,7 +37,7 @@ func slotName(ref node.Ref) string {
 // and no sooner than its restart backoff allows), and retires the
 // sidecars the template no longer names. wait is when to look again for
 // a sidecar that waits out its backoff (0: none waits).
-func (s *swap) ensureSidecars(ctx context.Context) (wait time.Duration, err error) {
+func (s *instanceScope) ensureSidecars(ctx context.Context) (wait time.Duration, err error) {
 	for _, sc := range s.inst.Spec.Template.Sidecars {
 		w, err := s.ensureSidecar(ctx, sc)
 		if err != nil {
@@ -55,7 +55,7 @@ func (s *swap) ensureSidecars(ctx context.Context) (wait time.Duration, err erro
 func restartKeyPrefix(namespace, name string) string { return namespace + "/" + name + "/" }
 
 // ensureSidecar starts sc unless it runs; a dead run is proven gone first.
-func (s *swap) ensureSidecar(ctx context.Context, sc v1.Sidecar) (time.Duration, error) {
+func (s *instanceScope) ensureSidecar(ctx context.Context, sc v1.Sidecar) (time.Duration, error) {
 	ref := s.sidecarRef(sc.Name)
 	st, err := s.r.Runtime.Observe(ctx, ref)
 	if err != nil {
@@ -93,7 +93,7 @@ func (s *swap) ensureSidecar(ctx context.Context, sc v1.Sidecar) (time.Duration,
 // on the node that the template does not name. It asks the runtime only
 // when the template's set of names differs from the last one settled
 // (and once after an agent start).
-func (s *swap) retireRemovedSidecars(ctx context.Context) error {
+func (s *instanceScope) retireRemovedSidecars(ctx context.Context) error {
 	want := sidecarNames(s.inst)
 	key := s.ref()
 	if s.r.sidecars.settled(key, want) {
@@ -119,13 +119,13 @@ func (s *swap) retireRemovedSidecars(ctx context.Context) error {
 // sidecarSlots is every sidecar of this Instance: those the template
 // names and those the node holds (a sidecar removed from the template
 // still runs until retired).
-func (s *swap) sidecarSlots(ctx context.Context) ([]node.Ref, error) {
+func (s *instanceScope) sidecarSlots(ctx context.Context) ([]node.Ref, error) {
 	sidecars, _, err := s.roleSlots(ctx)
 	return sidecars, err
 }
 
 // roleSlots is sidecarSlots, and every command the node holds.
-func (s *swap) roleSlots(ctx context.Context) (sidecars, runs []node.Ref, err error) {
+func (s *instanceScope) roleSlots(ctx context.Context) (sidecars, runs []node.Ref, err error) {
 	names := sidecarNames(s.inst)
 	held, err := s.r.Runtime.ListInstance(ctx, s.ref())
 	if err != nil {

@@ -10,103 +10,130 @@ import (
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
 )
 
-// computeInstanceStatus is the one place an Instance's conditions are
-// decided, from its Generations and what the reconcile noted. ok: the
-// reconcile succeeded, so observedGeneration may advance.
-func computeInstanceStatus(inst *v1.Instance, gens []*v1.Generation, n note, ok bool) {
-	observed := inst.Status.ObservedGeneration
-	if ok {
-		observed = inst.Generation
-		inst.Status.ObservedGeneration = observed
-	}
-	set := func(typ string, status metav1.ConditionStatus, reason, msg string) {
-		meta.SetStatusCondition(&inst.Status.Conditions, metav1.Condition{
-			Type: typ, Status: status, Reason: reason, Message: truncate(msg), ObservedGeneration: observed,
-		})
-	}
+// instanceFacts are what an Instance's conditions are decided from, read
+// once after the phases ran (Cluster API's style: facts in, conditions
+// out). Each condition has its own setter, and none reads anything else.
+type instanceFacts struct {
+	// observed is the metadata.generation the conditions speak for.
+	observed int64
+	// note is what the phases noted beyond the Generations' conditions.
+	note note
+	// uncertain is a live generation whose start may or may not have run.
+	uncertain *v1.Generation
+	// unproven is a generation whose kill was attempted and not proven.
+	unproven *v1.Generation
+	// active is the Generation named by ActiveGeneration, unless retired.
+	active *v1.Generation
+	// suspend: the spec asks for no generation to run.
+	suspend bool
+	// idle: the Instance sleeps (IdleSince is set).
+	idle bool
+	// wokenAt is when a connection woke it (nil: not waking).
+	wokenAt *metav1.Time
+}
 
-	uncertain := startUncertain(gens)
-	unproven := killUnproven(gens)
-	if uncertain != nil {
-		c := meta.FindStatusCondition(uncertain.Status.Conditions, v1.ConditionStarted)
-		set(v1.ConditionStartUncertain, metav1.ConditionTrue, c.Reason,
-			fmt.Sprintf("generation %d may have run: %s", uncertain.Spec.Number, c.Message))
-	} else {
-		set(v1.ConditionStartUncertain, metav1.ConditionFalse, v1.ReasonCertain, "every start's outcome is known")
-	}
-	switch {
-	case unproven != nil:
-		c := meta.FindStatusCondition(unproven.Status.Conditions, v1.ConditionTerminated)
-		set(v1.ConditionKillUnproven, metav1.ConditionTrue, c.Reason,
-			fmt.Sprintf("generation %d: %s", unproven.Spec.Number, c.Message))
-	case n.unproven:
-		set(v1.ConditionKillUnproven, metav1.ConditionTrue, n.reason, n.msg)
-	default:
-		set(v1.ConditionKillUnproven, metav1.ConditionFalse, v1.ReasonProven, "every retired generation is proven gone")
-	}
+// stalled: the Instance cannot progress without a change to its spec.
+func (f instanceFacts) stalled() bool { return f.note.stalled }
 
-	stalled := n.stalled
-	if stalled {
-		set(v1.ConditionStalled, metav1.ConditionTrue, n.reason, n.msg)
-	} else {
-		meta.RemoveStatusCondition(&inst.Status.Conditions, v1.ConditionStalled)
+// reconciling: work is under way, or nothing serves and nothing says
+// why that is the state asked for.
+func (f instanceFacts) reconciling() bool {
+	return f.note.reconciling || (f.active == nil && !f.suspend && !f.stalled() && !f.idle)
+}
+
+// killUnproven: a generation's or a role's kill is not proven.
+func (f instanceFacts) killUnproven() bool { return f.unproven != nil || f.note.unproven }
+
+// instanceFactsOf reads the facts of inst, its Generations and the note.
+func instanceFactsOf(inst *v1.Instance, gens []*v1.Generation, n note) instanceFacts {
+	f := instanceFacts{
+		observed: inst.Status.ObservedGeneration, note: n,
+		uncertain: startUncertain(gens), unproven: killUnproven(gens),
+		suspend: inst.Spec.Suspend, idle: inst.Status.IdleSince != nil, wokenAt: inst.Status.WokenAt,
 	}
-	var active *v1.Generation
 	for _, g := range gens {
 		if g.Spec.Number == inst.Status.ActiveGeneration && !g.Spec.Retired {
-			active = g
+			f.active = g
 		}
 	}
-	idle, waking := inst.Status.IdleSince != nil, inst.Status.WokenAt != nil
-	reconciling := n.reconciling || (active == nil && !inst.Spec.Suspend && !stalled && !idle)
-	if reconciling {
-		reason, msg := n.reason, n.msg
-		if reason == "" {
-			reason, msg = v1.ReasonProgressing, "waiting for a generation to serve"
-		}
-		if waking {
-			reason, msg = v1.ReasonWaking, fmt.Sprintf("woken by a connection at %s: %s", inst.Status.WokenAt.Format(time.RFC3339), msg)
-		}
-		set(v1.ConditionReconciling, metav1.ConditionTrue, reason, msg)
-	} else {
-		meta.RemoveStatusCondition(&inst.Status.Conditions, v1.ConditionReconciling)
-	}
+	return f
+}
 
-	switch {
-	case unproven != nil || n.unproven:
-		set(v1.ConditionReady, metav1.ConditionFalse, v1.ConditionKillUnproven, "a retired unit is not proven gone")
-	case uncertain != nil:
-		set(v1.ConditionReady, metav1.ConditionFalse, v1.ConditionStartUncertain, "a start may or may not have run")
-	case inst.Spec.Suspend && reconciling:
-		set(v1.ConditionReady, metav1.ConditionFalse, v1.ReasonSuspended, n.msg)
-	case inst.Spec.Suspend:
-		// Suspended is a desired state reached: kstatus (and so Flux and
-		// kubectl wait) read it as current; Argo CD shows Suspended.
-		set(v1.ConditionReady, metav1.ConditionTrue, v1.ReasonSuspended, "suspended: no generation runs, as asked")
-	case stalled:
-		set(v1.ConditionReady, metav1.ConditionFalse, n.reason, n.msg)
-	case idle && reconciling:
-		set(v1.ConditionReady, metav1.ConditionFalse, v1.ReasonIdle, n.msg)
-	case idle:
-		// Asleep is a state reached, and the socket answers: the next
-		// connection waits for the generation it starts.
-		set(v1.ConditionReady, metav1.ConditionTrue, v1.ReasonIdle, n.msg)
-	case waking:
-		set(v1.ConditionReady, metav1.ConditionFalse, v1.ReasonWaking, "a connection woke it; a generation is starting to answer it")
-	case active == nil:
-		set(v1.ConditionReady, metav1.ConditionFalse, orDefault(n.reason, v1.ReasonProgressing), orDefault(n.msg, "no generation serves yet"))
-	case !ready(active):
-		c := meta.FindStatusCondition(active.Status.Conditions, v1.ConditionReady)
-		reason, msg := "NotReady", "the active generation is not ready"
-		if c != nil {
-			reason, msg = c.Reason, c.Message
-		}
-		set(v1.ConditionReady, metav1.ConditionFalse, reason, msg)
-	case reconciling:
-		set(v1.ConditionReady, metav1.ConditionFalse, n.reason, fmt.Sprintf("generation %d serves; %s", active.Spec.Number, n.msg))
-	default:
-		set(v1.ConditionReady, metav1.ConditionTrue, v1.ReasonReconciled, fmt.Sprintf("generation %d serves", active.Spec.Number))
+// computeInstanceStatus is the one place an Instance's conditions are
+// decided, from its Generations and what the reconcile noted. ok: the
+// reconcile succeeded, so observedGeneration may advance. The fields the
+// phases own (see instanceScope) are not touched.
+func computeInstanceStatus(inst *v1.Instance, gens []*v1.Generation, n note, ok bool) {
+	if ok {
+		inst.Status.ObservedGeneration = inst.Generation
 	}
+	f := instanceFactsOf(inst, gens, n)
+	// In this order: a condition new to the list is appended.
+	setStartUncertain(inst, f)
+	setKillUnproven(inst, f)
+	setStalled(inst, f)
+	setReconciling(inst, f)
+	setInstanceReady(inst, f)
+}
+
+// setInstanceCondition sets one condition of inst, observed at f's generation.
+func setInstanceCondition(inst *v1.Instance, f instanceFacts, typ string, status metav1.ConditionStatus, reason, msg string) {
+	meta.SetStatusCondition(&inst.Status.Conditions, metav1.Condition{
+		Type: typ, Status: status, Reason: reason, Message: truncate(msg), ObservedGeneration: f.observed,
+	})
+}
+
+// setStartUncertain: True while a live generation's start may or may not
+// have run.
+func setStartUncertain(inst *v1.Instance, f instanceFacts) {
+	if g := f.uncertain; g != nil {
+		c := meta.FindStatusCondition(g.Status.Conditions, v1.ConditionStarted)
+		setInstanceCondition(inst, f, v1.ConditionStartUncertain, metav1.ConditionTrue, c.Reason,
+			fmt.Sprintf("generation %d may have run: %s", g.Spec.Number, c.Message))
+		return
+	}
+	setInstanceCondition(inst, f, v1.ConditionStartUncertain, metav1.ConditionFalse, v1.ReasonCertain, "every start's outcome is known")
+}
+
+// setKillUnproven: True while a generation's kill, or a role's, is not
+// proven.
+func setKillUnproven(inst *v1.Instance, f instanceFacts) {
+	switch {
+	case f.unproven != nil:
+		c := meta.FindStatusCondition(f.unproven.Status.Conditions, v1.ConditionTerminated)
+		setInstanceCondition(inst, f, v1.ConditionKillUnproven, metav1.ConditionTrue, c.Reason,
+			fmt.Sprintf("generation %d: %s", f.unproven.Spec.Number, c.Message))
+	case f.note.unproven:
+		setInstanceCondition(inst, f, v1.ConditionKillUnproven, metav1.ConditionTrue, f.note.reason, f.note.msg)
+	default:
+		setInstanceCondition(inst, f, v1.ConditionKillUnproven, metav1.ConditionFalse, v1.ReasonProven, "every retired generation is proven gone")
+	}
+}
+
+// setStalled: present only while the Instance cannot progress without a
+// change to its spec.
+func setStalled(inst *v1.Instance, f instanceFacts) {
+	if !f.stalled() {
+		meta.RemoveStatusCondition(&inst.Status.Conditions, v1.ConditionStalled)
+		return
+	}
+	setInstanceCondition(inst, f, v1.ConditionStalled, metav1.ConditionTrue, f.note.reason, f.note.msg)
+}
+
+// setReconciling: present only while work is under way.
+func setReconciling(inst *v1.Instance, f instanceFacts) {
+	if !f.reconciling() {
+		meta.RemoveStatusCondition(&inst.Status.Conditions, v1.ConditionReconciling)
+		return
+	}
+	reason, msg := f.note.reason, f.note.msg
+	if reason == "" {
+		reason, msg = v1.ReasonProgressing, "waiting for a generation to serve"
+	}
+	if f.wokenAt != nil {
+		reason, msg = v1.ReasonWaking, fmt.Sprintf("woken by a connection at %s: %s", f.wokenAt.Format(time.RFC3339), msg)
+	}
+	setInstanceCondition(inst, f, v1.ConditionReconciling, metav1.ConditionTrue, reason, msg)
 }
 
 // startUncertain is a live generation whose start may or may not have run.

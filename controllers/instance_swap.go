@@ -15,86 +15,12 @@ import (
 	"github.com/unitlet/unitlet/runtime/node"
 )
 
-// note is what a reconcile learned that status should say, beyond what
-// the Generations' own conditions tell.
-type note struct {
-	reason, msg string
-	reconciling bool // work under way: a swap, a retirement, a deletion
-	stalled     bool // cannot progress without a change to the spec
-	unproven    bool // a role's kill is not proven (reason in reason)
-}
-
-// swap holds one reconcile of an Instance and its Generations.
-type swap struct {
-	r    *InstanceReconciler
-	inst *v1.Instance
-	gens []*v1.Generation
-	note note
-	// done: a phase settled the reconcile; the later ones wait.
-	done bool
-	// patchBase is the Instance the status patch is computed against.
-	patchBase *v1.Instance
-}
-
-// swapPhase is one step of an Instance's reconcile. A non-zero result, an
-// error or s.done ends the reconcile after it.
-type swapPhase func(ctx context.Context) (ctrl.Result, error)
-
-// stop ends the reconcile after this phase with res and err.
-func (s *swap) stop(res ctrl.Result, err error) (ctrl.Result, error) {
-	s.done = true
-	return res, err
-}
-
-func (s *swap) ref() node.InstanceRef {
-	return node.InstanceRef{Namespace: s.inst.Namespace, Name: s.inst.Name}
-}
-
-func (s *swap) latest() *v1.Generation {
-	if len(s.gens) == 0 {
-		return nil
-	}
-	return s.gens[len(s.gens)-1]
-}
-
-func (s *swap) number(n int64) *v1.Generation {
-	for _, g := range s.gens {
-		if g.Spec.Number == n {
-			return g
-		}
-	}
-	return nil
-}
-
-func (s *swap) progress(reason, format string, args ...any) {
-	s.note = note{reason: reason, msg: fmt.Sprintf(format, args...), reconciling: true}
-}
-
-// retireAll marks every Generation retired and reports whether all of
-// them are proven gone.
-func (s *swap) retireAll(ctx context.Context, because string) (bool, error) {
-	gone := true
-	for _, g := range s.gens {
-		if err := s.r.retireGeneration(ctx, s.inst, g, because); err != nil {
-			return false, err
-		}
-		gone = gone && terminated(g)
-	}
-	return gone, nil
-}
-
-// facts are what decideSwap reads of this reconcile.
-func (s *swap) facts() swapFacts {
-	return swapFacts{strategy: s.inst.Spec.Strategy, hash: templateHash(&s.inst.Spec.Template), host: s.inst.Spec.Host, gens: s.gens,
-		active: s.number(s.inst.Status.ActiveGeneration), latest: s.latest(), waking: s.inst.Status.WokenAt != nil}
-}
-
 // ensureLatest makes Generation n+1 when the template changed (or the
 // Instance resumes, or what served ended). Replace proves every older
 // generation gone first; Overlap raises the parent limit before the
 // successor can start.
-func (s *swap) ensureLatest(ctx context.Context) (ctrl.Result, error) {
-	d := decideSwap(s.facts())
+func (r *InstanceReconciler) ensureLatest(ctx context.Context, s *instanceScope) (ctrl.Result, error) {
+	d := decideSwap(s.swapFacts())
 	var next int64 = 1
 	if l := s.latest(); l != nil {
 		next = l.Spec.Number + 1
@@ -110,11 +36,11 @@ func (s *swap) ensureLatest(ctx context.Context) (ctrl.Result, error) {
 	case swapCreate:
 		if d.raise {
 			parent := overlapTier(s.inst, s.inst.Spec.Template.Tier)
-			if err := s.r.Runtime.RaiseParent(ctx, s.ref(), parent); err != nil {
+			if err := r.Runtime.RaiseParent(ctx, s.ref(), parent); err != nil {
 				return ctrl.Result{}, fmt.Errorf("raise parent limit for the overlap: %w", err)
 			}
 		}
-		g, err := s.r.createGeneration(ctx, s.inst, next)
+		g, err := r.createGeneration(ctx, s.inst, next)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
@@ -125,10 +51,10 @@ func (s *swap) ensureLatest(ctx context.Context) (ctrl.Result, error) {
 
 // advance acts on the swap's decision: retire what is neither active nor
 // latest, then replace, abort, promote, or wait.
-func (s *swap) advance(ctx context.Context) (ctrl.Result, error) {
-	d := decideSwap(s.facts())
+func (r *InstanceReconciler) advance(ctx context.Context, s *instanceScope) (ctrl.Result, error) {
+	d := decideSwap(s.swapFacts())
 	for _, g := range d.stale {
-		if err := s.r.retireGeneration(ctx, s.inst, g, RetiredSuperseded); err != nil {
+		if err := r.retireGeneration(ctx, s.inst, g, RetiredSuperseded); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
@@ -164,7 +90,7 @@ func (s *swap) advance(ctx context.Context) (ctrl.Result, error) {
 
 // abort gives up latest, which failed to take over: the active one keeps
 // serving, and the Instance is stalled until the template changes.
-func (s *swap) abort(ctx context.Context, latest *v1.Generation) error {
+func (s *instanceScope) abort(ctx context.Context, latest *v1.Generation) error {
 	if err := s.r.retireGeneration(ctx, s.inst, latest, RetiredSwapAborted); err != nil {
 		return err
 	}
@@ -177,7 +103,7 @@ func (s *swap) abort(ctx context.Context, latest *v1.Generation) error {
 
 // promote makes latest serve (the stable socket flipped) and retires the
 // one that served before.
-func (s *swap) promote(ctx context.Context, latest *v1.Generation) error {
+func (s *instanceScope) promote(ctx context.Context, latest *v1.Generation) error {
 	active := s.number(s.inst.Status.ActiveGeneration)
 	sock, err := s.r.Runtime.Promote(ctx, node.GenerationRef(s.inst.Namespace, s.inst.Name, latest.Spec.Number))
 	if err != nil {
@@ -200,7 +126,7 @@ func (s *swap) promote(ctx context.Context, latest *v1.Generation) error {
 // tier once a single generation runs; it is idempotent (the runtime skips
 // a parent already there), and a failure only leaves the limit higher
 // than needed, so it is logged rather than retried.
-func (s *swap) restoreParent(ctx context.Context) {
+func (s *instanceScope) restoreParent(ctx context.Context) {
 	serving := s.number(s.inst.Status.ActiveGeneration)
 	if serving == nil {
 		return
@@ -211,7 +137,7 @@ func (s *swap) restoreParent(ctx context.Context) {
 }
 
 // suspend retires every generation and keeps the directories.
-func (s *swap) suspend(ctx context.Context) (ctrl.Result, error) {
+func (s *instanceScope) suspend(ctx context.Context) (ctrl.Result, error) {
 	gone, err := s.retireAll(ctx, RetiredSuspended)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -234,7 +160,7 @@ func (s *swap) suspend(ctx context.Context) (ctrl.Result, error) {
 // is proven gone), then the roles and the node's directories removed,
 // then the lease released. One request per Generation, sent once: a
 // Generation already being deleted is only waited for.
-func (s *swap) finalize(ctx context.Context) (ctrl.Result, error) {
+func (r *InstanceReconciler) finalize(ctx context.Context, s *instanceScope) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(s.inst, v1.Finalizer) {
 		return ctrl.Result{}, nil
 	}
@@ -242,7 +168,7 @@ func (s *swap) finalize(ctx context.Context) (ctrl.Result, error) {
 		if !g.DeletionTimestamp.IsZero() {
 			continue
 		}
-		if err := s.r.Client.Delete(ctx, g); client.IgnoreNotFound(err) != nil {
+		if err := r.Client.Delete(ctx, g); client.IgnoreNotFound(err) != nil {
 			return ctrl.Result{}, fmt.Errorf("delete generation %d: %w", g.Spec.Number, err)
 		}
 	}
@@ -253,7 +179,7 @@ func (s *swap) finalize(ctx context.Context) (ctrl.Result, error) {
 	if gone, err := s.retireRoles(ctx); !gone || err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := s.r.Runtime.Remove(ctx, s.ref()); err != nil {
+	if err := r.Runtime.Remove(ctx, s.ref()); err != nil {
 		return ctrl.Result{}, fmt.Errorf("remove instance from the node: %w", err)
 	}
 	// Nothing of the Instance runs: its hosts are free for others. Not
@@ -262,9 +188,9 @@ func (s *swap) finalize(ctx context.Context) (ctrl.Result, error) {
 		return ctrl.Result{}, err
 	}
 	controllerutil.RemoveFinalizer(s.inst, v1.Finalizer)
-	if err := s.r.Client.Update(ctx, s.inst); err != nil {
+	if err := r.Client.Update(ctx, s.inst); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	s.r.event(s.inst, corev1.EventTypeNormal, "Released", "Delete", "every unit proven gone; lease released")
+	r.event(s.inst, corev1.EventTypeNormal, "Released", "Delete", "every unit proven gone; lease released")
 	return ctrl.Result{}, nil
 }

@@ -73,7 +73,9 @@ type ExitStatus struct {
 	At *metav1.Time `json:"at,omitempty"`
 }
 
-// GenerationStatus is what the node agent knows of a Generation.
+// GenerationStatus is what the node agent knows of a Generation. All of
+// it is written once per reconcile from what the reconcile's steps
+// learnt; the steps write none of it themselves.
 type GenerationStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
@@ -97,7 +99,7 @@ type GenerationStatus struct {
 	// StartedAt is when the start was observed running.
 	// +optional
 	StartedAt *metav1.Time `json:"startedAt,omitempty"`
-	// Conditions: Prepared, Started, Ready, Terminated.
+	// Conditions: Prepared, Started, Ready, Drained, Terminated.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

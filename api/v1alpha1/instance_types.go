@@ -100,28 +100,36 @@ type Overlap struct {
 	Memory *resource.Quantity `json:"memory,omitempty"`
 }
 
-// InstanceStatus is what the node agent knows of the Instance.
+// InstanceStatus is what the node agent knows of the Instance. The agent's
+// reconcile steps write ActiveGeneration, IdleSince, WokenAt and Socket
+// where what they record happens (a promotion, a sleep, a wake);
+// ObservedGeneration and Conditions are computed once at the end of each
+// reconcile from the Generations and what the steps noted.
 type InstanceStatus struct {
 	// ObservedGeneration is the metadata.generation last reconciled
 	// successfully.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// ActiveGeneration is the Generation that gets new connections.
+	// ActiveGeneration is the Generation that gets new connections. Set
+	// when a generation is promoted; 0 once every generation is proven
+	// gone for a suspend or a sleep.
 	// +optional
 	ActiveGeneration int64 `json:"activeGeneration,omitempty"`
 
 	// IdleSince is set while the Instance sleeps (socketActivation.idleAfter):
-	// no generation runs and the agent holds its socket.
+	// no generation runs and the agent holds its socket. Cleared when a
+	// connection wakes it or it is suspended.
 	// +optional
 	IdleSince *metav1.Time `json:"idleSince,omitempty"`
 
 	// WokenAt is when a connection woke the sleeping Instance; it is
-	// cleared once a generation serves again.
+	// cleared once a generation serves again, or when it is suspended.
 	// +optional
 	WokenAt *metav1.Time `json:"wokenAt,omitempty"`
 
-	// Socket is the stable path of the app's socket on its node.
+	// Socket is the stable path of the app's socket on its node, as the
+	// node reports it (and as a promotion returns it).
 	// +optional
 	Socket string `json:"socket,omitempty"`
 
