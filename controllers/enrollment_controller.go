@@ -9,7 +9,6 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
@@ -23,7 +22,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
-	hostingv1alpha1 "github.com/unitlet/unitlet/api/v1alpha1"
+	v1 "github.com/unitlet/unitlet/api/v1alpha1"
+	"github.com/unitlet/unitlet/internal/enrollment"
 	"github.com/unitlet/unitlet/internal/hostgate"
 	"github.com/unitlet/unitlet/internal/metrics"
 	"github.com/unitlet/unitlet/runtime/diskspace"
@@ -202,13 +202,13 @@ func (r *EnrollmentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
 	}
-	first := make(chan event.TypedGenericEvent[*hostingv1alpha1.Enrollment], 1)
-	first <- event.TypedGenericEvent[*hostingv1alpha1.Enrollment]{Object: &hostingv1alpha1.Enrollment{ObjectMeta: metav1.ObjectMeta{Name: r.NodeName}}}
+	first := make(chan event.TypedGenericEvent[*v1.Enrollment], 1)
+	first <- event.TypedGenericEvent[*v1.Enrollment]{Object: &v1.Enrollment{ObjectMeta: metav1.ObjectMeta{Name: r.NodeName}}}
 	onlyThisNode := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetName() == r.NodeName })
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("enrollment").
-		For(&hostingv1alpha1.Enrollment{}, builder.WithPredicates(onlyThisNode, predicate.GenerationChangedPredicate{})).
-		WatchesRawSource(source.Channel(first, &handler.TypedEnqueueRequestForObject[*hostingv1alpha1.Enrollment]{})).
+		For(&v1.Enrollment{}, builder.WithPredicates(onlyThisNode, predicate.GenerationChangedPredicate{})).
+		WatchesRawSource(source.Channel(first, &handler.TypedEnqueueRequestForObject[*v1.Enrollment]{})).
 		WithOptions(controller.Options{
 			MaxConcurrentReconciles: 1, RateLimiter: APIBackoff(),
 			// Every agent decides its own node's mode.
@@ -219,39 +219,20 @@ func (r *EnrollmentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
-// approved returns this node's Enrollment (see EnsureEnrollment) and
+// approved returns this node's Enrollment (see enrollment.Ensure) and
 // whether an administrator approved it.
-func (r *EnrollmentReconciler) approved(ctx context.Context) (*hostingv1alpha1.Enrollment, bool, error) {
-	enr, err := EnsureEnrollment(ctx, r.Client, r.NodeName)
+func (r *EnrollmentReconciler) approved(ctx context.Context) (*v1.Enrollment, bool, error) {
+	enr, err := enrollment.Ensure(ctx, r.Client, r.NodeName)
 	if err != nil {
 		return nil, false, err
 	}
 	return enr, enr.Spec.Approved, nil
 }
 
-// EnsureEnrollment returns node's Enrollment, creating it (not approved)
-// when it does not exist yet: the enrollment reconciler and the agent's
-// endpoint publisher both need it, whichever comes first.
-func EnsureEnrollment(ctx context.Context, c client.Client, node string) (*hostingv1alpha1.Enrollment, error) {
-	var enr hostingv1alpha1.Enrollment
-	err := c.Get(ctx, client.ObjectKey{Name: node}, &enr)
-	if apierrors.IsNotFound(err) {
-		enr = hostingv1alpha1.Enrollment{ObjectMeta: metav1.ObjectMeta{Name: node}}
-		err = c.Create(ctx, &enr)
-		if apierrors.IsAlreadyExists(err) {
-			err = c.Get(ctx, client.ObjectKey{Name: node}, &enr)
-		}
-	}
-	if err != nil {
-		return nil, fmt.Errorf("enrollment %s: %w", node, err)
-	}
-	return &enr, nil
-}
-
 // report writes facts, checks and the decision to enr's status. It sends
 // nothing when the status would not change, so an idle node costs the
 // API server a read per re-check and no write.
-func (r *EnrollmentReconciler) report(ctx context.Context, enr *hostingv1alpha1.Enrollment, checks []join.Check, d join.Decision, lease NodeLease) error {
+func (r *EnrollmentReconciler) report(ctx context.Context, enr *v1.Enrollment, checks []join.Check, d join.Decision, lease NodeLease) error {
 	facts := r.Facts
 	orig := enr.DeepCopy()
 	st := &enr.Status
@@ -259,13 +240,13 @@ func (r *EnrollmentReconciler) report(ctx context.Context, enr *hostingv1alpha1.
 	st.MachineID, st.BootID = facts.MachineID, facts.BootID
 	st.AgentVersion, st.Platform, st.Kernel = facts.AgentVersion, facts.Platform, facts.Kernel
 	st.CgroupMode, st.UnitBackend = facts.CgroupMode, facts.UnitBackend
-	st.Mode = hostingv1alpha1.ModeJoining
+	st.Mode = v1.ModeJoining
 	if d.Mode == join.ModeHosting {
-		st.Mode = hostingv1alpha1.ModeHosting
+		st.Mode = v1.ModeHosting
 	}
-	st.Checks = make([]hostingv1alpha1.GuardCheck, 0, len(checks))
+	st.Checks = make([]v1.GuardCheck, 0, len(checks))
 	for _, c := range checks {
-		st.Checks = append(st.Checks, hostingv1alpha1.GuardCheck{Name: c.Name, Passed: c.Passed, Message: c.Message})
+		st.Checks = append(st.Checks, v1.GuardCheck{Name: c.Name, Passed: c.Passed, Message: c.Message})
 	}
 	for _, c := range enrollmentConditions(enr, d) {
 		meta.SetStatusCondition(&st.Conditions, c)
@@ -287,7 +268,7 @@ func (r *EnrollmentReconciler) report(ctx context.Context, enr *hostingv1alpha1.
 }
 
 // enrollmentConditions are GuardArmed, Enrolled and Hosting for d.
-func enrollmentConditions(enr *hostingv1alpha1.Enrollment, d join.Decision) []metav1.Condition {
+func enrollmentConditions(enr *v1.Enrollment, d join.Decision) []metav1.Condition {
 	cond := func(t string, ok bool, reason, msg string) metav1.Condition {
 		s := metav1.ConditionFalse
 		if ok {
@@ -295,33 +276,33 @@ func enrollmentConditions(enr *hostingv1alpha1.Enrollment, d join.Decision) []me
 		}
 		return metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: enr.Generation}
 	}
-	armed := cond(hostingv1alpha1.ConditionGuardArmed, true, hostingv1alpha1.ReasonArmed, "every guard check passed")
+	armed := cond(v1.ConditionGuardArmed, true, v1.ReasonArmed, "every guard check passed")
 	if !d.Armed {
-		armed = cond(hostingv1alpha1.ConditionGuardArmed, false, hostingv1alpha1.ReasonGuardCheckFailed, d.Failing)
+		armed = cond(v1.ConditionGuardArmed, false, v1.ReasonGuardCheckFailed, d.Failing)
 	}
-	enrolled := cond(hostingv1alpha1.ConditionEnrolled, true, hostingv1alpha1.ReasonApproved, "spec.approved is true")
+	enrolled := cond(v1.ConditionEnrolled, true, v1.ReasonApproved, "spec.approved is true")
 	switch {
 	case enr.Spec.Approved:
 	case d.Stage == join.StageApprovalRevoked:
-		enrolled = cond(hostingv1alpha1.ConditionEnrolled, false, hostingv1alpha1.ReasonApprovalRevoked, "spec.approved was withdrawn after the node hosted")
+		enrolled = cond(v1.ConditionEnrolled, false, v1.ReasonApprovalRevoked, "spec.approved was withdrawn after the node hosted")
 	default:
-		enrolled = cond(hostingv1alpha1.ConditionEnrolled, false, hostingv1alpha1.ReasonAwaitingApproval, "waiting for an administrator to set spec.approved")
+		enrolled = cond(v1.ConditionEnrolled, false, v1.ReasonAwaitingApproval, "waiting for an administrator to set spec.approved")
 	}
 	msg := d.Reason
 	if d.Accepting {
 		msg = "approved and armed: accepting new work"
 	}
-	hosting := cond(hostingv1alpha1.ConditionHosting, d.Accepting, string(d.Stage), msg)
+	hosting := cond(v1.ConditionHosting, d.Accepting, string(d.Stage), msg)
 	return []metav1.Condition{armed, enrolled, hosting}
 }
 
 // leaseCondition is NodeLease for lease: False with the API's error while
 // renewals fail, so an administrator sees why without the agent's log.
-func leaseCondition(enr *hostingv1alpha1.Enrollment, lease NodeLease) metav1.Condition {
-	c := metav1.Condition{Type: hostingv1alpha1.ConditionNodeLease, Status: metav1.ConditionTrue,
-		Reason: hostingv1alpha1.ReasonLeaseRenewed, Message: "the node's Lease is renewed by this agent", ObservedGeneration: enr.Generation}
+func leaseCondition(enr *v1.Enrollment, lease NodeLease) metav1.Condition {
+	c := metav1.Condition{Type: v1.ConditionNodeLease, Status: metav1.ConditionTrue,
+		Reason: v1.ReasonLeaseRenewed, Message: "the node's Lease is renewed by this agent", ObservedGeneration: enr.Generation}
 	if lease.Err != nil {
-		c.Status, c.Reason, c.Message = metav1.ConditionFalse, hostingv1alpha1.ReasonLeaseNotRenewed, lease.Err.Error()
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, v1.ReasonLeaseNotRenewed, lease.Err.Error()
 	}
 	return c
 }
@@ -331,19 +312,19 @@ func leaseCondition(enr *hostingv1alpha1.Enrollment, lease NodeLease) metav1.Con
 // bytes free; Unknown when it could not be read. The message above the
 // threshold names no byte count, so a node with room writes no status
 // on each re-check.
-func diskPressureCondition(enr *hostingv1alpha1.Enrollment, u diskspace.Usage, err error, threshold float64) metav1.Condition {
-	c := metav1.Condition{Type: hostingv1alpha1.ConditionDiskPressure, ObservedGeneration: enr.Generation}
+func diskPressureCondition(enr *v1.Enrollment, u diskspace.Usage, err error, threshold float64) metav1.Condition {
+	c := metav1.Condition{Type: v1.ConditionDiskPressure, ObservedGeneration: enr.Generation}
 	switch {
 	case err != nil:
-		c.Status, c.Reason, c.Message = metav1.ConditionUnknown, hostingv1alpha1.ReasonDiskUnreadable, err.Error()
+		c.Status, c.Reason, c.Message = metav1.ConditionUnknown, v1.ReasonDiskUnreadable, err.Error()
 	case u.Total == 0:
-		c.Status, c.Reason, c.Message = metav1.ConditionUnknown, hostingv1alpha1.ReasonDiskUnreadable, "the state root's file system reports no size"
+		c.Status, c.Reason, c.Message = metav1.ConditionUnknown, v1.ReasonDiskUnreadable, "the state root's file system reports no size"
 	case float64(u.Free) < threshold*float64(u.Total):
-		c.Status, c.Reason = metav1.ConditionTrue, hostingv1alpha1.ReasonLowDiskSpace
+		c.Status, c.Reason = metav1.ConditionTrue, v1.ReasonLowDiskSpace
 		c.Message = fmt.Sprintf("%d bytes free of %d on the state root's file system, below %g%%: log lines are dropped and new work may fail",
 			u.Free, u.Total, threshold*100)
 	default:
-		c.Status, c.Reason = metav1.ConditionFalse, hostingv1alpha1.ReasonEnoughDiskSpace
+		c.Status, c.Reason = metav1.ConditionFalse, v1.ReasonEnoughDiskSpace
 		c.Message = fmt.Sprintf("at least %g%% of the state root's file system is free", threshold*100)
 	}
 	return c

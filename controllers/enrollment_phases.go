@@ -6,7 +6,7 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	hostingv1alpha1 "github.com/unitlet/unitlet/api/v1alpha1"
+	v1 "github.com/unitlet/unitlet/api/v1alpha1"
 	"github.com/unitlet/unitlet/internal/metrics"
 	"github.com/unitlet/unitlet/runtime/join"
 )
@@ -17,7 +17,7 @@ import (
 type enrollmentScope struct {
 	lease    NodeLease
 	checks   []join.Check
-	enr      *hostingv1alpha1.Enrollment
+	enr      *v1.Enrollment
 	approved bool
 	decision join.Decision
 	done     bool

@@ -49,9 +49,9 @@ type InstanceReconciler struct {
 	// Generation reconciler feeds it from the runtime's events.
 	RoleEvents <-chan event.TypedGenericEvent[*v1.Instance]
 
-	// SidecarBackoff spaces the restarts of a sidecar that keeps dying;
+	// RestartBackoff spaces the restarts of a sidecar that keeps dying;
 	// zero values are the kubelet's CrashLoopBackOff figures (10 s, 5 min).
-	SidecarBackoff Backoff
+	RestartBackoff Backoff
 
 	sidecars sidecarSets // per Instance, the sidecar names last settled
 	restarts *restartBackoff
@@ -188,7 +188,7 @@ func (r *InstanceReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if !ok {
 		clk = clock.RealClock{}
 	}
-	r.restarts = newRestartBackoff(cmp.Or(r.SidecarBackoff.Initial, sidecarBackoffInitial), cmp.Or(r.SidecarBackoff.Max, sidecarBackoffMax), clk)
+	r.restarts = newRestartBackoff(cmp.Or(r.RestartBackoff.Initial, restartBackoffInitial), cmp.Or(r.RestartBackoff.Max, restartBackoffMax), clk)
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&v1.Instance{}).
 		Owns(&v1.Generation{}).

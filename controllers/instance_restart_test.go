@@ -40,7 +40,7 @@ func TestExitedGenerationIsReplaced(t *testing.T) {
 	fake.exit(ref("phoenix", 2), 1)
 	waitInstance(t, "phoenix", v1.ConditionReconciling, "True/BackOff")
 	if getGeneration(t, "phoenix", 3) != nil {
-		t.Fatalf("generation 3 made %s after generation 2 ended, within the backoff %s", time.Since(died), testSidecarBackoff)
+		t.Fatalf("generation 3 made %s after generation 2 ended, within the backoff %s", time.Since(died), testRestartBackoff)
 	}
 	waitInstance(t, "phoenix", v1.ConditionReady, "False/Exited")
 	testutil.Eventually(t, "generation 3 crashed at start, retired as one more exit", waitLimit, pollEvery, func() (bool, string) {

@@ -99,15 +99,15 @@ func TestSidecarRestartBacksOff(t *testing.T) {
 	})
 	died := time.Now()
 	fake.exit(ref, 1)
-	time.Sleep(testSidecarBackoff / 2)
+	time.Sleep(testRestartBackoff / 2)
 	if n := starts(); n != 2 {
-		t.Fatalf("restarted %d times within %s of dying again, want 2 (the backoff is %s)", n, time.Since(died), testSidecarBackoff)
+		t.Fatalf("restarted %d times within %s of dying again, want 2 (the backoff is %s)", n, time.Since(died), testRestartBackoff)
 	}
 	testutil.Eventually(t, "second restart after the backoff", waitLimit, pollEvery, func() (bool, string) {
 		return starts() == 3, strings.Join(fake.Calls("crashy"), ", ")
 	})
-	if since := time.Since(died); since < testSidecarBackoff-100*time.Millisecond {
-		t.Errorf("second restart %s after the death, want no sooner than the backoff %s", since, testSidecarBackoff)
+	if since := time.Since(died); since < testRestartBackoff-100*time.Millisecond {
+		t.Errorf("second restart %s after the death, want no sooner than the backoff %s", since, testRestartBackoff)
 	}
 }
 

@@ -30,9 +30,9 @@ type Hosting struct {
 	// ObserveEvery is how often a running generation is looked at again
 	// with no event (a backstop); 0 is 5 minutes.
 	ObserveEvery time.Duration
-	// SidecarBackoff spaces a dying sidecar's restarts; zero values are
+	// RestartBackoff spaces the restarts of what keeps dying; zero values are
 	// the kubelet's CrashLoopBackOff figures.
-	SidecarBackoff Backoff
+	RestartBackoff Backoff
 	// Boot is the node's boot record, checked once at adoption (nil:
 	// none kept, so no reboot is ever told).
 	Boot *boot.Record
@@ -59,7 +59,7 @@ func SetupHosting(mgr ctrl.Manager, h Hosting) error {
 	}
 	if err := (&InstanceReconciler{
 		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Runtime: h.Runtime, NodeName: h.NodeName,
-		Recorder: h.Recorder, Gate: h.Gate, RoleEvents: roleEvents, SidecarBackoff: h.SidecarBackoff, adopted: adopted,
+		Recorder: h.Recorder, Gate: h.Gate, RoleEvents: roleEvents, RestartBackoff: h.RestartBackoff, adopted: adopted,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("instance controller: %w", err)
 	}

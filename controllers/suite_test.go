@@ -69,9 +69,9 @@ func TestMain(m *testing.M) {
 // generation again with no event.
 const testObserveEvery = 2 * time.Second
 
-// testSidecarBackoff is the first restart backoff of a sidecar that dies
+// testRestartBackoff is the first restart backoff of a sidecar that dies
 // twice in a row, short for the tests.
-const testSidecarBackoff = 2 * time.Second
+const testRestartBackoff = 2 * time.Second
 
 // startAgent runs both reconcilers as node name with rt, as the agent does.
 func startAgent(ctx context.Context, name string, rt nodeRuntime) error {
@@ -97,7 +97,7 @@ func startAgentBoot(ctx context.Context, name string, rt nodeRuntime, rec *boot.
 	}
 	if err := SetupHosting(mgr, Hosting{Runtime: rt, NodeName: name, Recorder: mgr.GetEventRecorder("unitlet-agent"),
 		Grace: time.Second, ProbeInterval: 50 * time.Millisecond, ObserveEvery: testObserveEvery,
-		SidecarBackoff: Backoff{Initial: testSidecarBackoff, Max: 2 * testSidecarBackoff}, Boot: rec}); err != nil {
+		RestartBackoff: Backoff{Initial: testRestartBackoff, Max: 2 * testRestartBackoff}, Boot: rec}); err != nil {
 		return nil, err
 	}
 	stopped := make(chan struct{})

@@ -10,8 +10,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
-	"github.com/unitlet/unitlet/controllers"
 	"github.com/unitlet/unitlet/internal/agentapi"
+	"github.com/unitlet/unitlet/internal/enrollment"
 )
 
 // publishUntilDone writes the endpoint into the node's Enrollment,
@@ -32,7 +32,7 @@ func (s *Server) publishUntilDone(ctx context.Context, addr string, caPEM []byte
 // publish sets status.endpoint of the node's Enrollment, creating the
 // Enrollment (not approved) when it does not exist yet.
 func (s *Server) publish(ctx context.Context, addr string, caPEM []byte) error {
-	enr, err := controllers.EnsureEnrollment(ctx, s.Client, s.NodeName)
+	enr, err := enrollment.Ensure(ctx, s.Client, s.NodeName)
 	if err != nil {
 		return err
 	}

@@ -9,18 +9,19 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// Sidecar restart spacing, the kubelet's CrashLoopBackOff figures.
+// Restart spacing (a sidecar's, an app's successors'), the kubelet's
+// CrashLoopBackOff figures.
 const (
-	sidecarBackoffInitial = 10 * time.Second
-	sidecarBackoffMax     = 5 * time.Minute
+	restartBackoffInitial = 10 * time.Second
+	restartBackoffMax     = 5 * time.Minute
 )
 
-// restartBackoff spaces the restarts of a sidecar that keeps dying: the
-// first restart comes at once, each later one no sooner than the backoff
-// after the one before, which doubles up to its cap. A sidecar that ran
-// for twice the cap since its last restart starts from the beginning.
-// Without it a sidecar that dies at once would be started again as fast
-// as its deaths are seen.
+// restartBackoff spaces the restarts of what keeps dying (a sidecar, or
+// an app whose generations end on their own): the first restart comes
+// at once, each later one no sooner than the backoff after the one
+// before, which doubles up to its cap. What ran for twice the cap since
+// its last restart starts from the beginning. Without it a process that
+// dies at once would be started again as fast as its deaths are seen.
 type restartBackoff struct {
 	b *flowcontrol.Backoff
 
