@@ -21,6 +21,15 @@ type Load struct {
 // RunLoad drives http://addr/ with workers clients, bounded by limit
 // whatever happens; it returns once every worker stopped.
 func RunLoad(addr string, workers int, min int64, limit time.Duration, stop <-chan struct{}) *Load {
+	l, done := StartLoad(addr, workers, min, limit, stop)
+	<-done
+	return l
+}
+
+// StartLoad is RunLoad without the wait: the Load counts as it runs, so a
+// test reads its Tally at a window's edges to count that window apart;
+// done is closed once every worker stopped.
+func StartLoad(addr string, workers int, min int64, limit time.Duration, stop <-chan struct{}) (*Load, <-chan struct{}) {
 	l := &Load{bodies: map[string]int64{}}
 	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: workers}}
 	var wg sync.WaitGroup
@@ -41,8 +50,9 @@ func RunLoad(addr string, workers int, min int64, limit time.Duration, stop <-ch
 			}
 		}()
 	}
-	wg.Wait()
-	return l
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	return l, done
 }
 
 func (l *Load) one(c *http.Client, addr string) {
