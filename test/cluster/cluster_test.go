@@ -36,6 +36,8 @@ func TestDaemonSet(t *testing.T) {
 		{Name: "plugin: logs and a run for a granted user, 403 for another", Run: pluginLogsAndRun},
 		{Name: "swap: a template edit under load, 0 failed requests", Run: swapUnderLoad},
 		{Name: "rollout: a new agent image restarts no app", Run: rollout},
+		{Name: "evict: the agent pod deleted mid-swap, 0 failed requests", Run: evictMidSwap},
+		{Name: "rollout mid-swap: the DaemonSet rolled during 20 swaps", Run: massRollout},
 		{Name: "delete: an Instance leaves nothing on the node", Run: deleteOne},
 		{Name: "uninstall: Instances first, then config/default", Run: uninstall},
 	})

@@ -37,14 +37,14 @@ func TestOverlapSwapUnderLoad(t *testing.T) {
 	l := testutil.StartLoad(addr, 8, 10000, 3*time.Minute)
 	defer l.Stop()
 	time.Sleep(time.Second) // load on the old generation first
-	from := l.Mark()
+	from := l.Tally()
 	updateInstance(t, inst.Name, func(i *v1.Instance) { i.Spec.Template.Env[0].Value = "shop-v2.example.com" })
 	waitServing(t, inst.Name, 2)
 	testutil.Eventually(t, "generation 1 proven gone", 60*time.Second, pollEvery, func() (bool, string) {
 		g := getGeneration(t, inst.Name, 1)
 		return meta.IsStatusConditionTrue(g.Status.Conditions, v1.ConditionTerminated), conditions(g.Status.Conditions)
 	})
-	during := l.Mark().Since(from)
+	during := l.Tally().Since(from)
 	l.Stop()
 	total, bodies := l.Total(), l.Bodies()
 	fmt.Printf("e2e overlap swap: %d requests through nginx (%d during the swap), %d failed, by answer: %v\n",

@@ -34,6 +34,19 @@ func (v *VM) MustRun(t testing.TB, script string) string {
 // machine at 127.0.0.1:HostPort(port).
 func (v *VM) Front(t testing.TB, socket, group string, port int) {
 	t.Helper()
+	v.FrontAll(t, []string{socket}, group, port)
+}
+
+// FrontAll is Front before several Instances' sockets, taken in turn
+// (round robin). No socket is ever set aside after a failure
+// (max_fails=0): each request goes to the next socket, whatever the last
+// one did.
+func (v *VM) FrontAll(t testing.TB, sockets []string, group string, port int) {
+	t.Helper()
+	var upstream strings.Builder
+	for _, s := range sockets {
+		fmt.Fprintf(&upstream, " server unix:%s max_fails=0;", s)
+	}
 	conf := fmt.Sprintf(`daemon off;
 user www-data %s;
 worker_processes 2;
@@ -42,13 +55,13 @@ error_log /run/test-nginx.err warn;
 events { worker_connections 1024; }
 http {
   access_log off;
-  upstream app { server unix:%s; }
+  upstream app {%s }
   server {
     listen %d;
     location / { proxy_pass http://app; proxy_next_upstream off; }
   }
 }
-`, group, socket, port)
+`, group, upstream.String(), port)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := v.WriteFile(ctx, "/etc/unitlet-test/nginx.conf", []byte(conf), 0o644); err != nil {

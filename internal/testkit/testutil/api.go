@@ -125,14 +125,14 @@ func (a API) SwapUnderLoad(t testing.TB, name, addr string, workers int, min int
 	l := StartLoad(addr, workers, min, 5*time.Minute)
 	defer l.Stop()
 	time.Sleep(2 * time.Second) // load on the old generation first
-	from := l.Mark()
+	from := l.Tally()
 	a.UpdateInstance(t, name, time.Minute, mutate)
 	a.WaitServing(t, name, 2)
 	Eventually(t, "generation 1 proven gone", 2*time.Minute, a.Every, func() (bool, string) {
 		g := a.Generation(t, name, 1)
 		return meta.IsStatusConditionTrue(g.Status.Conditions, v1.ConditionTerminated), Conditions(g.Status.Conditions)
 	})
-	during := l.Mark().Since(from)
+	during := l.Tally().Since(from)
 	l.Stop()
 	fmt.Printf("%s swap: %d requests (%d during the swap, %d failed), by answer: %v\n",
 		name, l.Total(), during.Total(), l.Failed.Load(), l.Bodies())

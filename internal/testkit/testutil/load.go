@@ -65,21 +65,6 @@ func (l *Load) Stop() {
 	l.wg.Wait()
 }
 
-// Mark is a load's tally at one moment: requests answered (each counted
-// when its answer came) and failed.
-type Mark struct{ OK, Failed int64 }
-
-// Mark is the tally now.
-func (l *Load) Mark() Mark { return Mark{OK: l.OK.Load(), Failed: l.Failed.Load()} }
-
-// Since is what was tallied between earlier and m.
-func (m Mark) Since(earlier Mark) Mark {
-	return Mark{OK: m.OK - earlier.OK, Failed: m.Failed - earlier.Failed}
-}
-
-// Total is every request of the tally.
-func (m Mark) Total() int64 { return m.OK + m.Failed }
-
 func (l *Load) one(c *http.Client, addr string) {
 	resp, err := c.Get("http://" + addr + "/")
 	if err != nil {

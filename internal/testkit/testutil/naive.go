@@ -60,7 +60,7 @@ func (a API) SwapsUnderLoad(t testing.TB, name, addr string, workers int, min in
 	var during int64
 	for k := 1; k <= swaps; k++ {
 		time.Sleep(2 * time.Second) // load on the serving generation first
-		from := l.Mark()
+		from := l.Tally()
 		a.UpdateInstance(t, name, time.Minute, func(i *v1.Instance) {
 			i.Spec.Template.Env = append(i.Spec.Template.Env, v1.EnvVar{Name: fmt.Sprintf("SWAP_%d", k), Value: "1"})
 		})
@@ -70,7 +70,7 @@ func (a API) SwapsUnderLoad(t testing.TB, name, addr string, workers int, min in
 			g := a.Generation(t, name, old)
 			return meta.IsStatusConditionTrue(g.Status.Conditions, v1.ConditionTerminated), Conditions(g.Status.Conditions)
 		})
-		swap := l.Mark().Since(from)
+		swap := l.Tally().Since(from)
 		during += swap.Total()
 		g := a.Generation(t, name, old)
 		c := meta.FindStatusCondition(g.Status.Conditions, v1.ConditionDrained)
