@@ -86,7 +86,7 @@ func run(m *testing.M) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	started := time.Now()
-	vm, err = nodevm.Boot(ctx, nodevm.Options{Forward: []int{probePort, frontPort}})
+	vm, err = nodevm.Boot(ctx, nodevm.Options{Forward: []int{probePort, frontPort}, Reboots: true})
 	if err != nil {
 		return fail(err)
 	}
@@ -218,15 +218,19 @@ func installAgent(ctx context.Context, exe string, kubeconfig []byte) error {
 	unit := fmt.Sprintf(`[Unit]
 Description=unitlet agent, as the DaemonSet runs it
 After=network-online.target dbus.service
+StartLimitIntervalSec=0
 
 [Service]
 ExecStart=%s %s --kubeconfig=%s
 %sRestart=always
 RestartSec=1
+
+[Install]
+WantedBy=multi-user.target
 `, agentBinary, strings.Join(agentArgs, " "), agentKubeconfig, binds)
 	if err := vm.WriteFile(ctx, "/etc/systemd/system/"+agentService, []byte(unit), 0o644); err != nil {
 		return err
 	}
-	_, err = vm.Run(ctx, "systemctl daemon-reload && systemctl start "+agentService)
+	_, err = vm.Run(ctx, "systemctl daemon-reload && systemctl enable --now "+agentService)
 	return err
 }

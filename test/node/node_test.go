@@ -33,6 +33,7 @@ func TestNode(t *testing.T) {
 		{Name: "escape matrix: no tenant reaches another or the node", Run: escapeMatrix},
 		{Name: "suspend and resume", Run: suspendResume},
 		{Name: "agent restart: no app restarted, logs flow", Run: agentRestart},
+		{Name: "node reboot: every Instance served again, the old boot's proven gone", Run: nodeReboot},
 		{Name: "memory limit: the app OOM-killed and reported", Run: oomKilled},
 		{Name: "unproven kill: finalizer kept until the proof", Run: unprovenKill},
 		{Name: "delete: nothing left on the node", Run: deleteAll},
@@ -269,7 +270,7 @@ time.sleep(600)
 }
 
 func unprovenKill(t *testing.T) {
-	g := kube.Generation(t, "ticker", 1)
+	g := kube.Generation(t, "ticker", kube.Instance(t, "ticker").Status.ActiveGeneration)
 	held := holdIn(t, g.Status.Cgroup)
 	inst := kube.Instance(t, "ticker")
 	if err := k8s.Delete(context.Background(), inst); err != nil {
@@ -292,8 +293,18 @@ func unprovenKill(t *testing.T) {
 }
 
 func deleteAll(t *testing.T) {
-	for _, name := range []string{"shop", "ledger"} {
-		kube.DeleteAndWait(t, name, 3*time.Minute)
+	var list v1.InstanceList
+	if err := k8s.List(context.Background(), &list, client.InNamespace(testutil.Namespace)); err != nil {
+		t.Fatal(err)
+	}
+	// All at once, as a namespace's deletion would; then each waited for.
+	for i := range list.Items {
+		if err := k8s.Delete(context.Background(), &list.Items[i]); client.IgnoreNotFound(err) != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, i := range list.Items {
+		kube.DeleteAndWait(t, i.Name, 3*time.Minute)
 	}
 	// The namespace's slice (unitlet-default.slice) is the platform's, as
 	// the kubelet's kubepods slices are: it stays, empty. Nothing of an

@@ -42,6 +42,11 @@ type Options struct {
 	// BootLimit bounds the wait for ssh; 0 is 4 minutes (software
 	// emulation on a busy machine).
 	BootLimit time.Duration
+	// Reboots lets the guest reboot in place (Reboot): QEMU resets the
+	// machine and keeps running, same disk, same forwarded ports. Without
+	// it a reboot powers the guest off (QEMU exits), so a guest that
+	// reboots unasked fails its test at once.
+	Reboots bool
 }
 
 // VM is a booted node. Close powers it off and removes its overlay.
@@ -51,6 +56,8 @@ type VM struct {
 	ports     map[int]int
 	cmd       *exec.Cmd
 	exited    chan struct{}
+	reboots   bool
+	bootLimit time.Duration
 	// Booted is how long the guest took from power-on to answering ssh.
 	Booted time.Duration
 }
@@ -87,7 +94,8 @@ func Boot(ctx context.Context, o Options) (*VM, error) {
 	if err != nil {
 		return nil, err
 	}
-	v := &VM{key: filepath.Join(o.Dir, "id_ed25519"), work: work, ports: map[int]int{}, exited: make(chan struct{})}
+	v := &VM{key: filepath.Join(o.Dir, "id_ed25519"), work: work, ports: map[int]int{}, exited: make(chan struct{}),
+		reboots: o.Reboots, bootLimit: o.BootLimit}
 	fail := func(err error) (*VM, error) { v.Close(); return nil, err }
 	disk := filepath.Join(work, "disk.qcow2")
 	if out, err := exec.CommandContext(ctx, "qemu-img", "create", "-q", "-f", "qcow2", "-F", "raw",
@@ -106,12 +114,16 @@ func Boot(ctx context.Context, o Options) (*VM, error) {
 		v.ports[g] = h
 		nic += fmt.Sprintf(",hostfwd=tcp:127.0.0.1:%d-:%d", h, g)
 	}
-	v.cmd = exec.Command(qemu, "-accel", "tcg,thread=multi", "-cpu", "max",
-		"-m", strconv.Itoa(o.MemoryMiB), "-smp", "2", "-display", "none", "-no-reboot",
+	args := []string{"-accel", "tcg,thread=multi", "-cpu", "max",
+		"-m", strconv.Itoa(o.MemoryMiB), "-smp", "2", "-display", "none"}
+	if !o.Reboots {
+		args = append(args, "-no-reboot")
+	}
+	v.cmd = exec.Command(qemu, append(args,
 		"-serial", "file:"+v.ConsolePath(),
 		"-kernel", filepath.Join(o.Dir, "vmlinuz"), "-initrd", filepath.Join(o.Dir, "initrd.img"),
 		"-append", "root=/dev/vda rw console=ttyS0 quiet",
-		"-drive", "file="+disk+",format=qcow2,if=virtio", "-nic", nic)
+		"-drive", "file="+disk+",format=qcow2,if=virtio", "-nic", nic)...)
 	// The guest dies with the test process, whatever ends it.
 	v.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	var qout bytes.Buffer
