@@ -18,8 +18,8 @@ import (
 	"os"
 
 	"github.com/unitlet/unitlet/agent"
+	"github.com/unitlet/unitlet/agent/selfinstall"
 	"github.com/unitlet/unitlet/cluster"
-	"github.com/unitlet/unitlet/internal/selfinstall"
 	"github.com/unitlet/unitlet/internal/version"
 	"github.com/unitlet/unitlet/runtime/trampoline"
 	"github.com/unitlet/unitlet/runtime/units/exitrecord"

@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
-	"github.com/unitlet/unitlet/internal/statuswrite"
+	"github.com/unitlet/unitlet/controllers/statuswrite"
 	"github.com/unitlet/unitlet/internal/testkit/testutil"
 )
 
