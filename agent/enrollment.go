@@ -11,9 +11,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/unitlet/unitlet/agent/hostgate"
-	"github.com/unitlet/unitlet/agent/metrics"
 	"github.com/unitlet/unitlet/controllers"
+	"github.com/unitlet/unitlet/controllers/hostgate"
+	"github.com/unitlet/unitlet/controllers/metrics"
 	"github.com/unitlet/unitlet/internal/nodelease"
 	"github.com/unitlet/unitlet/internal/version"
 	"github.com/unitlet/unitlet/runtime/diskspace"

@@ -17,9 +17,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/unitlet/unitlet/agent/hostgate"
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
 	"github.com/unitlet/unitlet/controllers"
+	"github.com/unitlet/unitlet/controllers/hostgate"
 	"github.com/unitlet/unitlet/internal/scheme"
 	"github.com/unitlet/unitlet/runtime/join"
 )

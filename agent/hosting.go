@@ -9,8 +9,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/unitlet/unitlet/agent/endpoint"
-	"github.com/unitlet/unitlet/agent/metrics"
 	"github.com/unitlet/unitlet/controllers"
+	"github.com/unitlet/unitlet/controllers/metrics"
 	"github.com/unitlet/unitlet/internal/version"
 	"github.com/unitlet/unitlet/runtime/boot"
 	"github.com/unitlet/unitlet/runtime/layout"

@@ -11,7 +11,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/unitlet/unitlet/agent/hostgate"
+	"github.com/unitlet/unitlet/controllers/hostgate"
 	"github.com/unitlet/unitlet/internal/agentapi"
 	"github.com/unitlet/unitlet/runtime/boot"
 	"github.com/unitlet/unitlet/runtime/identity"

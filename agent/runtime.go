@@ -10,7 +10,7 @@ import (
 	sddbus "github.com/coreos/go-systemd/v22/dbus"
 	"github.com/go-logr/logr"
 
-	"github.com/unitlet/unitlet/agent/metrics"
+	"github.com/unitlet/unitlet/controllers/metrics"
 	"github.com/unitlet/unitlet/runtime/cgroups"
 	"github.com/unitlet/unitlet/runtime/identity"
 	"github.com/unitlet/unitlet/runtime/join"

@@ -20,9 +20,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/unitlet/unitlet/agent/hostgate"
-	"github.com/unitlet/unitlet/agent/metrics"
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
+	"github.com/unitlet/unitlet/controllers/hostgate"
+	"github.com/unitlet/unitlet/controllers/metrics"
 	"github.com/unitlet/unitlet/runtime/node"
 	"github.com/unitlet/unitlet/runtime/outcome"
 )

@@ -17,12 +17,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"github.com/unitlet/unitlet/agent/metrics"
+	"github.com/unitlet/unitlet/controllers/metrics"
 	"github.com/unitlet/unitlet/internal/testkit/promtest"
 )
 
 // A real Prometheus scrapes controller-runtime's registry, where
-// agent/metrics lives, with rules.yaml loaded (for: cut to 0s). An
+// controllers/metrics lives, with rules.yaml loaded (for: cut to 0s). An
 // injected KillUnproven reaches firing in Prometheus' own API, and every
 // metric the dashboard and the rules name was scraped.
 func TestEndToEndAlertFiresInPrometheus(t *testing.T) {

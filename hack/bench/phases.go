@@ -14,8 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/unitlet/unitlet/agent/metrics"
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
+	"github.com/unitlet/unitlet/controllers/metrics"
 )
 
 func instanceName(prefix string, i int) string { return fmt.Sprintf("%s-%04d", prefix, i) }
