@@ -65,16 +65,19 @@ type hold struct{ cgroup string }
 
 func holdIn(t testing.TB, cgroup string) *hold {
 	t.Helper()
+	// The cgroup's path holds systemd's \x2d escapes: quoted once, used
+	// as "$cg" (unquoted, the shell would read \x2d as x2d).
 	guest(t, `set -e
+cg='/sys/fs/cgroup`+cgroup+`'
 mkdir -p /mnt/hold
 if ! mountpoint -q /mnt/hold; then
   truncate -s 32M /root/hold.img && mkfs.ext4 -q -F /root/hold.img && mount -o loop /root/hold.img /mnt/hold
 fi
 fsfreeze -f /mnt/hold
 # The writer moves itself into the cgroup first, then blocks in the write.
-setsid sh -c 'echo $$ > /sys/fs/cgroup`+cgroup+`/cgroup.procs && exec dd if=/dev/zero of=/mnt/hold/x bs=4k count=1 conv=fsync status=none' </dev/null >/dev/null 2>&1 &
+cg="$cg" setsid sh -c 'echo $$ > "$cg/cgroup.procs" && exec dd if=/dev/zero of=/mnt/hold/x bs=4k count=1 conv=fsync status=none' </dev/null >/dev/null 2>&1 &
 for i in $(seq 50); do
-  for p in $(cat /sys/fs/cgroup`+cgroup+`/cgroup.procs); do
+  for p in $(cat "$cg/cgroup.procs"); do
     [ "$(awk '{print $3}' /proc/$p/stat 2>/dev/null)" = D ] && exit 0
   done
   sleep 0.1
