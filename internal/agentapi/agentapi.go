@@ -20,6 +20,10 @@ import (
 // otherwise (the kubelet's 10250 plus ten).
 const DefaultPort = 10260
 
+// RelayClientName is the CommonName of the relay's client certificate:
+// the one caller an agent serves, verified against the relay CA.
+const RelayClientName = "unitlet-relay"
+
 // ServerName is the DNS name an agent's self-signed serving certificate
 // is issued for; the plugin verifies against that name and the CA the
 // agent published in its Enrollment, whatever address it dials.
@@ -63,6 +67,10 @@ type LogQuery struct {
 	Generation int64
 	// Role is run (the default), seed or sidecar/NAME.
 	Role string
+	// TailLines keeps only the last N of the selected lines (0: all).
+	TailLines int64
+	// LimitBytes stops the response after N bytes (0: no limit).
+	LimitBytes int64
 }
 
 // Encode is the query string.
@@ -79,6 +87,12 @@ func (q LogQuery) Encode() string {
 	}
 	if q.Role != "" {
 		v.Set("role", q.Role)
+	}
+	if q.TailLines != 0 {
+		v.Set("tailLines", strconv.FormatInt(q.TailLines, 10))
+	}
+	if q.LimitBytes != 0 {
+		v.Set("limitBytes", strconv.FormatInt(q.LimitBytes, 10))
 	}
 	return v.Encode()
 }
@@ -99,6 +113,17 @@ func ParseLogQuery(v url.Values) (LogQuery, error) {
 			return q, fmt.Errorf("generation=%q: want a generation number (1, 2, ...)", g)
 		}
 		q.Generation = n
+	}
+	for key, dst := range map[string]*int64{"tailLines": &q.TailLines, "limitBytes": &q.LimitBytes} {
+		s := v.Get(key)
+		if s == "" {
+			continue
+		}
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n <= 0 {
+			return q, fmt.Errorf("%s=%q: want a positive number", key, s)
+		}
+		*dst = n
 	}
 	return q, nil
 }

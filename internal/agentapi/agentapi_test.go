@@ -30,7 +30,7 @@ func TestPathsParseBack(t *testing.T) {
 func TestLogQueryRoundTrip(t *testing.T) {
 	tests := map[string]LogQuery{
 		"none":       {},
-		"everything": {Follow: true, Since: "10m", Generation: 7, Role: "sidecar/cache"},
+		"everything": {Follow: true, Since: "10m", Generation: 7, Role: "sidecar/cache", TailLines: 20, LimitBytes: 4096},
 	}
 	for name, q := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -47,7 +47,7 @@ func TestLogQueryRoundTrip(t *testing.T) {
 			}
 		})
 	}
-	for _, bad := range []string{"follow=maybe", "generation=0", "generation=x"} {
+	for _, bad := range []string{"follow=maybe", "generation=0", "generation=x", "tailLines=-1", "limitBytes=x"} {
 		v, _ := url.ParseQuery(bad)
 		if _, err := ParseLogQuery(v); err == nil {
 			t.Errorf("%s accepted", bad)
