@@ -11,6 +11,7 @@ import (
 	sddbus "github.com/coreos/go-systemd/v22/dbus"
 	"github.com/go-logr/logr"
 	godbus "github.com/godbus/dbus/v5"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/unitlet/unitlet/runtime/cgroups"
 	"github.com/unitlet/unitlet/runtime/layout"
@@ -42,6 +43,9 @@ type Systemd struct {
 	cfg    SystemdConfig
 	proofs *proofs
 
+	// reads bounds property reads in flight on conn (maxPropReads).
+	reads *semaphore.Weighted
+
 	mu   sync.Mutex
 	conn *sddbus.Conn
 	// limits are the slice limits this backend last set at runtime, by
@@ -64,7 +68,7 @@ func NewSystemd(cfg SystemdConfig) (*Systemd, error) {
 	if cfg.ProofBudget <= 0 {
 		return nil, errors.New("units: systemd backend needs a positive ProofBudget")
 	}
-	return &Systemd{cfg: cfg, proofs: newProofs(cfg.ProofBudget)}, nil
+	return &Systemd{cfg: cfg, proofs: newProofs(cfg.ProofBudget), reads: newPropReads()}, nil
 }
 
 // connection returns the live connection, dialling again after one was

@@ -51,7 +51,7 @@ const (
 )
 
 func (b *Systemd) observe(ctx context.Context, c *sddbus.Conn, unit string) (Status, error) {
-	v, err := getProps(ctx, c, unit)
+	v, err := getProps(ctx, c, b.reads, unit)
 	if err != nil {
 		return Status{}, fmt.Errorf("units: read %s: %w", unit, err)
 	}

@@ -33,10 +33,7 @@ func TestNode(t *testing.T) {
 		{Name: "escape matrix: no tenant reaches another or the node", Run: escapeMatrix},
 		{Name: "suspend and resume", Run: suspendResume},
 		{Name: "agent restart: no app restarted, logs flow", Run: agentRestart},
-		// nodeReboot (the VM reset in place under 20 Instances) is not run
-		// yet: it has never run past its setup (its first run found a
-		// helper's quoting bug, fixed since), so its checks after the
-		// boot are unproven.
+		{Name: "node reboot: served again, the old boot proven gone", Run: nodeReboot},
 		{Name: "memory limit: the app OOM-killed and reported", Run: oomKilled},
 		{Name: "unproven kill: finalizer kept until the proof", Run: unprovenKill},
 		{Name: "delete: nothing left on the node", Run: deleteAll},

@@ -57,6 +57,12 @@ func nodeReboot(t *testing.T) {
 		t.Fatal(err)
 	}
 	back := time.Now()
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the node after the reboot:\n%s", guest(t, "systemctl list-units --all --no-pager 'unitlet-*' | tail -40; "+
+				"journalctl -b --no-pager -n 60 -u dbus.service -u 'unitlet-*' || true"))
+		}
+	})
 	eventually(t, fmt.Sprintf("all %d Instances Ready after the reboot", len(fleet)), 5*time.Minute, func() (bool, string) {
 		return fleetReady(t, fleet, old)
 	})
@@ -104,6 +110,10 @@ func fillNode(t *testing.T) []string {
 		small := testutil.Sample(t, "hosting_v1alpha1_instance_replace.yaml", nodeName)
 		small.Name = fmt.Sprintf("reboot-%02d", n)
 		small.Spec.Host = small.Name + ".example.com"
+		// Twenty interpreters starting at once in an emulated guest
+		// take longer than the sample's 30 s, and the step is about the
+		// reboot, not a slow first start.
+		small.Spec.Template.Readiness.TimeoutSeconds = 300
 		news = append(news, small)
 	}
 	for _, i := range news {
@@ -111,6 +121,7 @@ func fillNode(t *testing.T) []string {
 	}
 	held := testutil.Sample(t, "hosting_v1alpha1_instance_replace.yaml", nodeName)
 	held.Name, held.Spec.Host = rebootHeld, rebootHeld+".example.com"
+	held.Spec.Template.Readiness.TimeoutSeconds = 300
 	for _, i := range append(news, held) {
 		if err := k8s.Create(context.Background(), i); err != nil {
 			t.Fatal(err)
@@ -188,7 +199,8 @@ func fleetReady(t *testing.T, names []string, old bootSnapshot) (bool, string) {
 			waiting = append(waiting, name+": not found")
 		case asleep(&i) && (old == nil || vm.MustRun(t, "test -S "+i.Status.Socket+" && echo bound || true") == "bound"):
 		case !meta.IsStatusConditionTrue(i.Status.Conditions, v1.ConditionReady) || i.Status.ActiveGeneration <= old[name].newest:
-			waiting = append(waiting, fmt.Sprintf("%s: active %d %s", name, i.Status.ActiveGeneration, testutil.Conditions(i.Status.Conditions)))
+			waiting = append(waiting, fmt.Sprintf("%s: active %d %s; newest generation: %s", name, i.Status.ActiveGeneration,
+				testutil.Conditions(i.Status.Conditions), newestGeneration(t, name)))
 		}
 	}
 	return len(waiting) == 0, fmt.Sprintf("%d of %d: %s", len(names)-len(waiting), len(names), strings.Join(waiting, "; "))
@@ -202,4 +214,20 @@ func rebootGenerations(t *testing.T, name string) []v1.Generation {
 		t.Fatal(err)
 	}
 	return gens.Items
+}
+
+// newestGeneration says what the Instance's newest Generation reports:
+// why a swap waits is in its Started and Ready conditions.
+func newestGeneration(t *testing.T, name string) string {
+	var newest *v1.Generation
+	gens := rebootGenerations(t, name)
+	for n := range gens {
+		if newest == nil || gens[n].Spec.Number > newest.Spec.Number {
+			newest = &gens[n]
+		}
+	}
+	if newest == nil {
+		return "none"
+	}
+	return fmt.Sprintf("%d %s %s", newest.Spec.Number, newest.Status.Phase, testutil.Conditions(newest.Status.Conditions))
 }

@@ -15,9 +15,11 @@ const (
 	// asked to end. Only the root file system is synced first (syncfs,
 	// not a global sync, which a frozen file system of a test could
 	// stall), so what the node had written is on its disk. The reset is
-	// deferred a second, in a session of its own, so the ssh session
-	// that asks for it returns first.
-	HardReset = "sync -f / && setsid sh -c 'sleep 1; echo b >/proc/sysrq-trigger' >/dev/null 2>&1 </dev/null &"
+	// deferred two seconds, in a forked session of its own holding none
+	// of the ssh session's descriptors, so that session ends first (a
+	// trailing `&` over the whole list kept them open, and the reset cut
+	// ssh off with status 255).
+	HardReset = "sync -f / && setsid -f sh -c 'sleep 2; echo b >/proc/sysrq-trigger' >/dev/null 2>&1 </dev/null"
 	// CleanReboot is systemd's own: every unit stopped, then the reset.
 	CleanReboot = "systemctl reboot --no-block"
 )
