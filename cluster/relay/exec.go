@@ -13,6 +13,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/cri-streaming/pkg/streaming/remotecommand"
+	"k8s.io/streaming/pkg/httpstream/wsstream"
 	utilexec "k8s.io/utils/exec"
 
 	"github.com/unitlet/unitlet/internal/agentapi"
@@ -23,8 +24,8 @@ import (
 const streamIdleTimeout = 4 * time.Hour
 
 // serveRun serves instances/run and instances/exec with pods/exec's
-// query and streaming protocols (SPDY, WebSocket), bridged to the
-// agent's framed run.
+// query and streaming protocols (SPDY by cri-streaming's ServeExec,
+// WebSocket v5 by serveWebSocketExec), bridged to the agent's framed run.
 func (s *Server) serveRun(w http.ResponseWriter, r *http.Request) {
 	ns, name := r.PathValue("namespace"), r.PathValue("name")
 	if r.Method != http.MethodPost && r.Method != http.MethodGet {
@@ -48,6 +49,10 @@ func (s *Server) serveRun(w http.ResponseWriter, r *http.Request) {
 	}
 	s.Log.Info("run", "namespace", ns, "name", name, "user", u.GetName(), "node", agent.node, "command", cmd, "stdin", opts.Stdin)
 	ex := &runExecutor{agent: agent, namespace: ns, name: name}
+	if wsstream.IsWebSocketRequest(r) {
+		s.serveWebSocketExec(w, r, ex, cmd, opts)
+		return
+	}
 	remotecommand.ServeExec(w, r, ex, name, "", "", cmd, opts, streamIdleTimeout,
 		remotecommand.DefaultStreamCreationTimeout, remotecommand.SupportedStreamingProtocols)
 }
