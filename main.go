@@ -3,6 +3,8 @@
 // unit runs before the app; "install" copies the binary to the host (the
 // DaemonSet's init container); "cluster" runs what runs once per cluster
 // (its own Deployment: nodewatch, which reads the agents' node Leases);
+// "relay" serves Instances' logs and runs through the API server (an
+// aggregated API, its own Deployment);
 // "version" prints the build's version.
 //
 // The Go runtime keeps its cgroup CPU limit files open from start (fds 3
@@ -20,6 +22,7 @@ import (
 	"github.com/unitlet/unitlet/agent"
 	"github.com/unitlet/unitlet/agent/selfinstall"
 	"github.com/unitlet/unitlet/cluster"
+	"github.com/unitlet/unitlet/cluster/relay"
 	"github.com/unitlet/unitlet/internal/version"
 	"github.com/unitlet/unitlet/runtime/trampoline"
 	"github.com/unitlet/unitlet/runtime/units/exitrecord"
@@ -53,6 +56,8 @@ var subcommands = map[string]func([]string) int{
 	// The name the cluster side had while nodewatch was all of it: a
 	// Deployment of an earlier release still starts it so.
 	"nodewatch": cluster.Main,
+	// The aggregated API behind `kubectl unitlet logs/run`.
+	"relay": relay.Main,
 	"version": func([]string) int {
 		fmt.Println(version.Get())
 		return 0
