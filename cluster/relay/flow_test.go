@@ -234,7 +234,7 @@ func (h *harness) direct(t *testing.T, asProxy bool, user, path string) (int, st
 	}
 	tc := &tls.Config{RootCAs: roots, ServerName: relay.ServingName(relay.ServiceName, relayNS)}
 	if asProxy {
-		tc.Certificates = []tls.Certificate{h.fp.client}
+		tc.Certificates = []tls.Certificate{h.fp.Client}
 	}
 	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: tc}, Timeout: 30 * time.Second}
 	req, _ := http.NewRequest(http.MethodPost, "https://"+h.relayAddr+path, nil)

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/unitlet/unitlet/internal/testkit/frontproxy"
+
 	"github.com/go-logr/logr/testr"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -43,7 +45,7 @@ type harness struct {
 	adminCfg       *rest.Config
 	viewer, runner *rest.Config
 	relayAddr      string
-	fp             frontProxy
+	fp             *frontproxy.FrontProxy
 	agent          *testAgent
 }
 
@@ -53,23 +55,23 @@ func startHarness(t *testing.T) *harness {
 	if assets == "" {
 		assets = filepath.Join(testenv.RepoRoot(), "bin")
 	}
-	h := &harness{fp: newFrontProxy(t, t.TempDir())}
+	fp, err := frontproxy.Write(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{fp: fp}
 	env := &envtest.Environment{
 		CRDDirectoryPaths:     []string{filepath.Join(testenv.RepoRoot(), "config", "crd", "bases")},
 		ErrorIfCRDPathMissing: true,
 		BinaryAssetsDirectory: assets,
 	}
 	args := env.ControlPlane.GetAPIServer().Configure()
-	args.Set("requestheader-client-ca-file", h.fp.caFile)
-	args.Set("requestheader-allowed-names", frontProxyName)
-	args.Set("requestheader-username-headers", "X-Remote-User")
-	args.Set("requestheader-group-headers", "X-Remote-Group")
-	args.Set("requestheader-extra-headers-prefix", "X-Remote-Extra-")
-	args.Set("proxy-client-cert-file", h.fp.certFile)
-	args.Set("proxy-client-key-file", h.fp.keyFile)
-	// Route to the Service (its ExternalName), not to Endpoints: there
-	// are none, the relay runs in this process.
-	args.Set("enable-aggregator-routing", "false")
+	// Aggregator routing off: the relay is reached through its
+	// Service's ExternalName (there are no Endpoints; it runs in this
+	// process).
+	for k, v := range fp.APIServerFlags() {
+		args.Set(k, v)
+	}
 	cfg, err := env.Start()
 	if err != nil {
 		t.Fatalf("control plane (KUBEBUILDER_ASSETS=%s): %v", assets, err)
