@@ -15,9 +15,6 @@ import (
 // file stores it (time, source, text); with follow, new lines as they
 // come, across rotations and swaps, until the caller goes away.
 func (s *Server) serveLog(w http.ResponseWriter, r *http.Request, ns, name string) {
-	if _, ok := s.auth.allowed(w, r, "get", agentapi.SubresourceLog, ns, name); !ok {
-		return
-	}
 	q, err := agentapi.ParseLogQuery(r.URL.Query())
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
