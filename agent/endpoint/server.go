@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -41,9 +40,6 @@ type Server struct {
 	// one, else the node's first global address).
 	Advertise string
 	NodeName  string
-	// Config and HTTPClient reach the API server for the reviews.
-	Config     *rest.Config
-	HTTPClient *http.Client
 	// Client reads Instances (the agent's cache) and writes the endpoint.
 	Client client.Client
 	// RelayCA reads ConfigMap unitlet-relay-ca in RelayCANamespace, the
@@ -56,8 +52,6 @@ type Server struct {
 	// Grace is a run's SIGTERM-to-kill time when its caller goes away.
 	Grace time.Duration
 	Log   logr.Logger
-
-	auth *auth
 }
 
 // Start serves until ctx ends (manager.Runnable).
