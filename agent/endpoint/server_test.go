@@ -210,3 +210,48 @@ func TestServesOnlyTheRelay(t *testing.T) {
 		})
 	}
 }
+
+// TestLogTailAndLimit: the relay's tailLines and limitBytes reach the
+// reader: the last lines, cut after the bytes asked for.
+func TestLogTailAndLimit(t *testing.T) {
+	ca := issue(t, "unitlet-relay-ca", nil, nil)
+	relay := issue(t, agentapi.RelayClientName, []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}, ca)
+	lines := []string{"2026-12-01T10:00:01Z g1 one", "2026-12-01T10:00:02Z seed seeded", "2026-12-01T10:00:03Z g2 two", "2026-12-01T10:00:04Z g2 three"}
+	logPath := filepath.Join(t.TempDir(), "log")
+	if err := os.WriteFile(logPath, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ep, _ := startServer(t, ca, &logOnly{path: logPath})
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(ep.CABundle)
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{
+		RootCAs: roots, ServerName: ep.ServerName, Certificates: []tls.Certificate{relay.tls()}, MinVersion: tls.VersionTLS12}}}
+	defer hc.CloseIdleConnections()
+	tests := map[string]struct {
+		q    agentapi.LogQuery
+		want string
+	}{
+		"all":                  {agentapi.LogQuery{}, lines[0] + "\n" + lines[2] + "\n" + lines[3] + "\n"},
+		"tail 2":               {agentapi.LogQuery{TailLines: 2}, lines[2] + "\n" + lines[3] + "\n"},
+		"tail of a generation": {agentapi.LogQuery{TailLines: 5, Generation: 1}, lines[0] + "\n"},
+		"limit 10 bytes":       {agentapi.LogQuery{LimitBytes: 10}, lines[0][:10]},
+		"tail 1, limit":        {agentapi.LogQuery{TailLines: 1, LimitBytes: 25}, lines[3][:25]},
+		"follow, limit":        {agentapi.LogQuery{Follow: true, LimitBytes: 5}, lines[0][:5]},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			resp, err := hc.Get("https://" + ep.Address + agentapi.LogPath("default", "here") + "?" + tc.q.Encode())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			b, err := io.ReadAll(resp.Body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(tc.want, string(b)); d != "" {
+				t.Errorf("(-want,+got):\n%s", d)
+			}
+		})
+	}
+}
