@@ -51,7 +51,7 @@ func setupHosting(mgr ctrl.Manager, opts Options) error {
 	if opts.ServeAddr != "" && opts.ServeAddr != "0" {
 		err := mgr.Add(&endpoint.Server{
 			Addr: opts.ServeAddr, Advertise: opts.AdvertiseAddr, NodeName: opts.NodeName,
-			Config: mgr.GetConfig(), HTTPClient: mgr.GetHTTPClient(), Client: mgr.GetClient(),
+			Client: mgr.GetClient(), RelayCA: mgr.GetAPIReader(), RelayCANamespace: opts.RelayCANamespace,
 			Node: rt, Recorder: recorder, Grace: stopGrace, Log: mgr.GetLogger().WithName("server"),
 		})
 		if err != nil {

@@ -43,9 +43,12 @@ type Options struct {
 	PprofAddr         string
 	// ServeAddr is where `kubectl unitlet` reaches the agent ("0": not
 	// served); AdvertiseAddr the host callers dial (see agent/endpoint).
-	ServeAddr      string
-	AdvertiseAddr  string
-	LogDevelopment bool
+	ServeAddr     string
+	AdvertiseAddr string
+	// RelayCANamespace holds ConfigMap unitlet-relay-ca, the CA of the
+	// one caller the endpoint serves (the relay).
+	RelayCANamespace string
+	LogDevelopment   bool
 	// APIQPS and APIBurst bound the agent's requests to the API server,
 	// as the kubelet's --kube-api-qps and --kube-api-burst do.
 	APIQPS   float32
@@ -124,7 +127,8 @@ func Parse(args []string) (Options, error) {
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "address of the metrics endpoint; 0 disables it")
 	fs.BoolVar(&o.MetricsSecure, "metrics-secure", true, "serve metrics over HTTPS to callers the API server authenticates and authorizes (GET /metrics); false serves plain HTTP")
-	fs.StringVar(&o.ServeAddr, "serve-address", fmt.Sprintf(":%d", agentapi.DefaultPort), "address of the HTTPS endpoint `kubectl unitlet logs` and `run` reach (TokenReview and SubjectAccessReview on instances/log and instances/run); 0 disables it")
+	fs.StringVar(&o.ServeAddr, "serve-address", fmt.Sprintf(":%d", agentapi.DefaultPort), "address of the HTTPS endpoint the relay reaches for kubectl unitlet logs and run (mutual TLS: only the relay's client certificate is served); 0 disables it")
+	fs.StringVar(&o.RelayCANamespace, "relay-ca-namespace", "unitlet-system", "namespace of ConfigMap unitlet-relay-ca, the CA (ca.crt) of the relay's client certificate, the endpoint's one caller")
 	fs.StringVar(&o.AdvertiseAddr, "advertise-address", "", "host the node's Enrollment publishes for that endpoint (in a DaemonSet, the node's IP); empty: the serve address's host, else the node's first global address")
 	fs.StringVar(&o.PprofAddr, "pprof-bind-address", "", "address of Go's /debug/pprof endpoints (unauthenticated: loopback only); empty disables them")
 	fs.BoolVar(&o.LogDevelopment, "zap-devel", false, "human-readable development logging")

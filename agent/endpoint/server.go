@@ -1,14 +1,16 @@
 // Package endpoint is the agent's own HTTPS endpoint for `kubectl
 // unitlet`: an Instance's logs and one-off runs in its environment. Like
-// the kubelet's, it serves only callers the API server authenticates
-// (TokenReview) and authorizes (SubjectAccessReview on instances/log and
-// instances/run), and publishes where it listens, with the certificate
-// it made for itself, in the node's Enrollment.
+// the kubelet's behind the API server, it serves one caller: the relay
+// (the aggregated API that authenticates and authorizes users), proven
+// by its client certificate of the relay CA. No user credential reaches
+// it. It publishes where it listens, with the certificate it made for
+// itself, in the node's Enrollment.
 package endpoint
 
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -16,11 +18,11 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/unitlet/unitlet/internal/agentapi"
+	"github.com/unitlet/unitlet/internal/relaytrust"
 	"github.com/unitlet/unitlet/runtime/node"
 )
 
@@ -38,27 +40,23 @@ type Server struct {
 	// one, else the node's first global address).
 	Advertise string
 	NodeName  string
-	// Config and HTTPClient reach the API server for the reviews.
-	Config     *rest.Config
-	HTTPClient *http.Client
 	// Client reads Instances (the agent's cache) and writes the endpoint.
-	Client   client.Client
-	Node     Node
-	Recorder events.EventRecorder
+	Client client.Client
+	// RelayCA reads ConfigMap unitlet-relay-ca in RelayCANamespace, the
+	// CA of the relay's client certificate (a direct reader: see
+	// relaytrust.WatchCA).
+	RelayCA          client.Reader
+	RelayCANamespace string
+	Node             Node
+	Recorder         events.EventRecorder
 	// Grace is a run's SIGTERM-to-kill time when its caller goes away.
 	Grace time.Duration
 	Log   logr.Logger
-
-	auth *auth
 }
 
 // Start serves until ctx ends (manager.Runnable).
 func (s *Server) Start(ctx context.Context) error {
-	a, err := newAuth(ctx, s.Config, s.HTTPClient)
-	if err != nil {
-		return fmt.Errorf("agent server: %w", err)
-	}
-	s.auth = a
+	relay := relaytrust.WatchCA(ctx, s.RelayCA, s.RelayCANamespace)
 	ln, err := net.Listen("tcp", s.Addr)
 	if err != nil {
 		return fmt.Errorf("agent server: listen %s: %w", s.Addr, err)
@@ -74,10 +72,8 @@ func (s *Server) Start(ctx context.Context) error {
 		return fmt.Errorf("agent server: %w", err)
 	}
 	srv := &http.Server{
-		Handler: s.routes(),
-		// A client certificate is asked for, not required: the
-		// authenticator verifies it, or takes a bearer token instead.
-		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, ClientAuth: tls.RequestClientCert},
+		Handler:           s.routes(),
+		TLSConfig:         serverTLS(cert, relay.VerifyPeerCertificate),
 		ReadHeaderTimeout: 10 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 	}
@@ -95,6 +91,16 @@ func (s *Server) Start(ctx context.Context) error {
 		return fmt.Errorf("agent server: %w", err)
 	}
 	return nil
+}
+
+// serverTLS requires a client certificate and lets verify alone judge it:
+// the relay's, of the relay CA (not the system roots, not the cluster's
+// client CA). Anyone else fails the handshake and sends no request.
+func serverTLS(cert tls.Certificate, verify func([][]byte, [][]*x509.Certificate) error) *tls.Config {
+	return &tls.Config{
+		Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12,
+		ClientAuth: tls.RequireAnyClientCert, VerifyPeerCertificate: verify,
+	}
 }
 
 // NeedLeaderElection: every agent serves its own node.

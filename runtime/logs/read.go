@@ -165,6 +165,9 @@ const DefaultPoll = 200 * time.Millisecond
 // Reader reads an instance's log files. The zero Reader is ready to use.
 type Reader struct {
 	Poll time.Duration // 0: DefaultPoll
+	// Tail keeps only the last Tail of the selected records kept now (0:
+	// all); with follow, the records appended later all follow them.
+	Tail int64
 }
 
 // Read is Reader{}.Read.
@@ -173,7 +176,8 @@ func Read(ctx context.Context, path string, keep int, f Filter, follow bool, emi
 }
 
 // Read emits, oldest first, every kept record of the log whose current
-// file is path (path.<keep> ... path.1, then path) that f matches. Lines
+// file is path (path.<keep> ... path.1, then path) that f matches (the
+// last rd.Tail of them, when set). Lines
 // that do not parse are skipped. With follow it then emits records as they
 // are appended, across rotations, until ctx ends (nil) or emit fails (its
 // error); a path that does not exist yet is waited for.
@@ -186,12 +190,18 @@ func (rd Reader) Read(ctx context.Context, path string, keep int, f Filter, foll
 		poll = DefaultPoll
 	}
 	set := fileSet{path: path, keep: keep}
-	t := tail{filter: f, emit: emit}
+	held := newTailBuffer(rd.Tail, emit)
+	t := tail{filter: f, emit: held.add}
 	defer t.close()
 	for ctx.Err() == nil {
 		moved, err := t.step(set)
 		if err != nil {
 			return err
+		}
+		if !moved { // every file there is was read: the tail is known
+			if err := held.caughtUp(); err != nil {
+				return err
+			}
 		}
 		if !follow && !moved {
 			return nil
