@@ -49,6 +49,7 @@ func install(t *testing.T) {
 	// Ready means the agent works: the rollout completes before any
 	// approval.
 	kubectl(t, "rollout", "status", "-n", "unitlet-system", "ds/unitlet-agent", "--timeout=6m")
+	routeRelay(t)
 	var pod corev1.Pod
 	eventually(t, "the agent pod Running on "+cluster.NodeName, 6*time.Minute, func() (bool, string) {
 		pods, err := agentPods()

@@ -50,7 +50,7 @@ func run(m *testing.M) int {
 	defer cancel()
 	started := time.Now()
 	var err error
-	c, err = cluster.Start(ctx, cluster.Options{Images: images, Forward: []int{frontPort}})
+	c, err = cluster.Start(ctx, cluster.Options{Images: images, Forward: []int{frontPort, relayPort}})
 	if err != nil {
 		return fail(err)
 	}

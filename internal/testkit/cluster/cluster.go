@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/unitlet/unitlet/internal/scheme"
+	"github.com/unitlet/unitlet/internal/testkit/frontproxy"
 	"github.com/unitlet/unitlet/internal/testkit/nodevm"
 	"github.com/unitlet/unitlet/internal/testkit/testenv"
 	"github.com/unitlet/unitlet/internal/testkit/testutil"
@@ -93,6 +94,16 @@ func Start(ctx context.Context, o Options) (c *Cluster, err error) {
 func (c *Cluster) startControlPlane(pkiDir string, caPEM []byte) error {
 	api := &envtest.APIServer{CertDir: pkiDir}
 	api.SecureServing.CA = caPEM
+	fp, err := frontproxy.Write(pkiDir)
+	if err != nil {
+		return err
+	}
+	// The aggregator's trust, as a real control plane has it: the relay
+	// (an aggregated API) authenticates the API server's proxied
+	// requests with it.
+	for k, v := range fp.APIServerFlags() {
+		api.Configure().Set(k, v)
+	}
 	api.Configure().
 		// The kubelet is authorized as a node, the agent by RBAC.
 		Set("authorization-mode", "Node,RBAC").

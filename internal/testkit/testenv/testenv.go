@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/unitlet/unitlet/internal/scheme"
+	"github.com/unitlet/unitlet/internal/testkit/frontproxy"
 )
 
 // Env is a running control plane with the unitlet CRDs installed.
@@ -44,6 +45,19 @@ func Start() (*Env, error) {
 		CRDDirectoryPaths:     []string{filepath.Join(RepoRoot(), "config", "crd", "bases")},
 		ErrorIfCRDPathMissing: true,
 		BinaryAssetsDirectory: assets,
+	}
+	// The aggregator's trust, so the relay can serve behind this API
+	// server as it does behind a cluster's.
+	fpDir, err := os.MkdirTemp("", "unitlet-front-proxy-")
+	if err != nil {
+		return nil, err
+	}
+	fp, err := frontproxy.Write(fpDir)
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range fp.APIServerFlags() {
+		e.ControlPlane.GetAPIServer().Configure().Set(k, v)
 	}
 	cfg, err := e.Start()
 	if err != nil {
