@@ -154,7 +154,8 @@ dev-down: ## Stop what dev-up started and remove its state.
 	hack/dev.sh down
 
 .PHONY: run
-run: dev-up build ## dev-up, then the agent in the foreground as this node.
+run: dev-up build ## dev-up, the cluster side (relay, nodewatch) in the background, then the agent in the foreground as this node.
+	hack/dev.sh cluster
 	$(BIN)/unitlet --kubeconfig $(DEV)/kubeconfig \
 		--state-root $(DEV)/state --run-root $(DEV)/run --cgroup-root unitlet-dev \
 		--unit-backend direct --require-enrollment=false \

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# dev.sh up|down: a local control plane for `make run`, on loopback only.
-# up starts etcd and kube-apiserver in the background (pids in bin/dev),
-# writes an admin kubeconfig to bin/dev/kubeconfig, installs the CRDs and
-# waits until they are established. down stops exactly those pids and
-# removes bin/dev's control-plane state.
+# dev.sh up|cluster|down: a local control plane for `make run`, on
+# loopback only. up starts etcd and kube-apiserver in the background (pids
+# in bin/dev), writes an admin kubeconfig to bin/dev/kubeconfig, installs
+# the CRDs and waits until they are established. cluster starts what
+# config/default runs once per cluster (the relay, registered as the
+# aggregated API behind `kubectl unitlet`, and nodewatch) as background
+# processes. down stops exactly those pids and removes bin/dev's
+# control-plane state.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -11,6 +14,7 @@ BIN="$ROOT/bin"
 DEV="${DEV_DIR:-$BIN/dev}"
 API_PORT="${DEV_API_PORT:-16443}"
 ETCD_PORT="${DEV_ETCD_PORT:-12379}"
+RELAY_PORT="${DEV_RELAY_PORT:-18443}"
 KUBECTL="$BIN/kubectl"
 KUBECONFIG_FILE="$DEV/kubeconfig"
 
@@ -42,6 +46,15 @@ certs() {
     -days 365 -extfile "$d/san.ext" -out "$d/apiserver.crt" 2>/dev/null
   openssl genrsa -out "$d/sa.key" 2048 2>/dev/null
   openssl rsa -in "$d/sa.key" -pubout -out "$d/sa.pub" 2>/dev/null
+  # The aggregator's trust: the relay believes the user the API server
+  # names only on a request signed by this CA's front-proxy-client.
+  openssl req -x509 -newkey rsa:2048 -nodes -days 365 -subj "/CN=unitlet-dev-front-proxy-ca" \
+    -keyout "$d/front-proxy-ca.key" -out "$d/front-proxy-ca.crt" 2>/dev/null
+  openssl req -newkey rsa:2048 -nodes -subj "/CN=front-proxy-client" \
+    -keyout "$d/front-proxy-client.key" -out "$d/front-proxy-client.csr" 2>/dev/null
+  printf 'extendedKeyUsage=clientAuth\n' >"$d/client.ext"
+  openssl x509 -req -in "$d/front-proxy-client.csr" -CA "$d/front-proxy-ca.crt" -CAkey "$d/front-proxy-ca.key" \
+    -CAcreateserial -days 365 -extfile "$d/client.ext" -out "$d/front-proxy-client.crt" 2>/dev/null
   head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$d/admin.token"
   printf '%s,unitlet-admin,unitlet-admin,"system:masters"\n' "$(cat "$d/admin.token")" >"$d/tokens.csv"
 }
@@ -87,7 +100,12 @@ up() {
       --service-account-key-file "$DEV/pki/sa.pub" --service-account-signing-key-file "$DEV/pki/sa.key" \
       --service-account-issuer https://unitlet-dev.local --api-audiences unitlet-dev \
       --authorization-mode RBAC --service-cluster-ip-range 10.96.0.0/24 \
-      --endpoint-reconciler-type none --allow-privileged=true --cert-dir "$DEV/pki" >"$DEV/kube-apiserver.log" 2>&1 &
+      --endpoint-reconciler-type none --allow-privileged=true --cert-dir "$DEV/pki" \
+      --requestheader-client-ca-file "$DEV/pki/front-proxy-ca.crt" --requestheader-allowed-names front-proxy-client \
+      --requestheader-username-headers X-Remote-User --requestheader-uid-headers X-Remote-Uid \
+      --requestheader-group-headers X-Remote-Group --requestheader-extra-headers-prefix X-Remote-Extra- \
+      --proxy-client-cert-file "$DEV/pki/front-proxy-client.crt" --proxy-client-key-file "$DEV/pki/front-proxy-client.key" \
+      --enable-aggregator-routing=false >"$DEV/kube-apiserver.log" 2>&1 &
     echo $! >"$DEV/kube-apiserver.pid"
     log "kube-apiserver started (pid $(cat "$DEV/kube-apiserver.pid"), log $DEV/kube-apiserver.log)"
   fi
@@ -102,6 +120,45 @@ up() {
   "$KUBECTL" --kubeconfig "$KUBECONFIG_FILE" wait --for condition=Established --timeout=60s \
     crd/instances.hosting.unitlet.dev crd/generations.hosting.unitlet.dev crd/enrollments.hosting.unitlet.dev >/dev/null
   log "control plane up: export KUBECONFIG=$KUBECONFIG_FILE"
+}
+
+# cluster starts the cluster side beside the local agent. The relay
+# listens on loopback; its Service is an ExternalName of localhost, so
+# the API server (here, outside any cluster network) dials it at the
+# APIService's port and still verifies its certificate for
+# unitlet-relay.unitlet-system.svc. In a cluster the Service selects the
+# relay's Pods (config/relay).
+cluster() {
+  local k=("$KUBECTL" --kubeconfig "$KUBECONFIG_FILE")
+  "${k[@]}" create namespace unitlet-system --dry-run=client -o yaml | "${k[@]}" apply -f - >/dev/null
+  "${k[@]}" apply -f "$ROOT/config/rbac/relay_user_roles.yaml" >/dev/null
+  "${k[@]}" apply -f - >/dev/null <<SVC
+apiVersion: v1
+kind: Service
+metadata: {name: unitlet-relay, namespace: unitlet-system}
+spec: {type: ExternalName, externalName: localhost}
+---
+$(sed "s/port: 443/port: ${RELAY_PORT}/" "$ROOT/config/relay/apiservice.yaml")
+SVC
+  if ! alive "$DEV/relay.pid"; then
+    "$BIN/unitlet" relay --kubeconfig "$KUBECONFIG_FILE" --listen "127.0.0.1:${RELAY_PORT}" \
+      --namespace unitlet-system >"$DEV/relay.log" 2>&1 &
+    echo $! >"$DEV/relay.pid"
+    log "relay started (pid $(cat "$DEV/relay.pid"), log $DEV/relay.log)"
+  fi
+  if ! alive "$DEV/cluster.pid"; then
+    "$BIN/unitlet" cluster --kubeconfig "$KUBECONFIG_FILE" --lease-namespace unitlet-system \
+      --health-probe-bind-address 127.0.0.1:8091 --metrics-bind-address 0 >"$DEV/cluster.log" 2>&1 &
+    echo $! >"$DEV/cluster.pid"
+    log "nodewatch started (pid $(cat "$DEV/cluster.pid"), log $DEV/cluster.log)"
+  fi
+  for i in $(seq 60); do
+    "${k[@]}" get --raw "/apis/subresources.hosting.unitlet.dev/v1" >/dev/null 2>&1 && break
+    alive "$DEV/relay.pid" || { log "relay died:"; tail -20 "$DEV/relay.log" >&2; exit 1; }
+    [ "$i" = 60 ] && { log "the relay's API not served after 30 s:"; tail -20 "$DEV/relay.log" >&2; exit 1; }
+    sleep 0.5
+  done
+  log "cluster side up: kubectl unitlet reaches the agent through the API server"
 }
 
 # sweep_instances kills what `make run`'s agent left running (its units
@@ -124,6 +181,8 @@ sweep_instances() {
 }
 
 down() {
+  stop_pid "$DEV/relay.pid"
+  stop_pid "$DEV/cluster.pid"
   stop_pid "$DEV/kube-apiserver.pid"
   stop_pid "$DEV/etcd.pid"
   rm -rf "$DEV/etcd" "$DEV/pki" "$KUBECONFIG_FILE" "$DEV"/*.log
@@ -133,6 +192,7 @@ down() {
 
 case "${1:-}" in
   up) up ;;
+  cluster) cluster ;;
   down) down ;;
-  *) echo "usage: $0 up|down" >&2; exit 2 ;;
+  *) echo "usage: $0 up|cluster|down" >&2; exit 2 ;;
 esac
