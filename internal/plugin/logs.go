@@ -50,7 +50,7 @@ func newLogsCommand(streams genericiooptions.IOStreams, flags *genericclioptions
 		Use:     "logs (NAME | -l SELECTOR) [flags]",
 		Short:   "Print the logs of an Instance (or of the Instances a selector picks)",
 		Example: logsExample,
-		Args:    cobra.MaximumNArgs(1),
+		Args:    usageArgs(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.prefixSet = cmd.Flags().Changed("prefix")
 			return runLogs(cmd.Context(), streams, flags, o, args)

@@ -127,6 +127,16 @@ func noArgs(cmd *cobra.Command, args []string) error {
 	return nil
 }
 
+// usageArgs makes cobra's check of the arguments a usage error.
+func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := check(cmd, args); err != nil {
+			return usageError{err}
+		}
+		return nil
+	}
+}
+
 // usageError is bad input on the command line.
 type usageError struct{ error }
 

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -106,9 +108,34 @@ func newExecutor(cfg *rest.Config, u *url.URL) (remotecommand.Executor, error) {
 	if err != nil {
 		return nil, fmt.Errorf("WebSocket client: %w", err)
 	}
-	return remotecommand.NewFallbackExecutor(ws, spdy, func(err error) bool {
-		return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
-	})
+	return remotecommand.NewFallbackExecutor(ws, spdy, fallBack)
+}
+
+// fallBack says whether a WebSocket failure is worth an attempt over
+// SPDY: kubectl's test, except a refusal of the user or of the Instance
+// (401, 403, 404), which SPDY would get too, with its code lost.
+func fallBack(err error) bool {
+	if !httpstream.IsUpgradeFailure(err) && !httpstream.IsHTTPSProxyError(err) {
+		return false
+	}
+	var se apierrors.APIStatus
+	if errors.As(upgradeCause(err), &se) {
+		switch se.Status().Code {
+		case http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound:
+			return false
+		}
+	}
+	return true
+}
+
+// upgradeCause is the server's answer inside a failed upgrade (a
+// metav1.Status, when it sent one), else err.
+func upgradeCause(err error) error {
+	var ue *httpstream.UpgradeFailureError
+	if errors.As(err, &ue) && ue.Cause != nil {
+		return ue.Cause
+	}
+	return err
 }
 
 // runCommand runs argv in Instance name and returns its exit code.
@@ -165,5 +192,10 @@ func exitCode(ctx context.Context, err error, t target, stderr io.Writer) (int, 
 		fmt.Fprintln(stderr, "unitlet: interrupted; the command is stopped")
 		return ExitInterrupted, nil
 	}
-	return 0, describe(err, runIn, t)
+	err = upgradeCause(err)
+	var se apierrors.APIStatus
+	if errors.As(err, &se) {
+		return 0, describe(err, runIn, t)
+	}
+	return 0, fmt.Errorf("could not %s %s: %w", runIn.verb, t, err)
 }
