@@ -183,11 +183,12 @@ func (f *fakeAPI) run(w http.ResponseWriter, r *http.Request) {
 // executor runs the test's few commands:
 //
 //	echo-stdin CODE   stdout "got: " and stdin, stderr "to stderr", exit CODE
+//	tty-sizes         on a terminal: its first two sizes, exit 7
 //	block             write dots until the caller went away
 //	refuse            fail as a relay refusing the run would
 type executor struct{ started chan []string }
 
-func (e executor) ExecInContainer(ctx context.Context, _, _, _ string, cmd []string, in io.Reader, out, errw io.WriteCloser, tty bool, _ <-chan remotecommand.TerminalSize, _ time.Duration) error {
+func (e executor) ExecInContainer(ctx context.Context, _, _, _ string, cmd []string, in io.Reader, out, errw io.WriteCloser, tty bool, resize <-chan remotecommand.TerminalSize, _ time.Duration) error {
 	e.started <- cmd
 	switch cmd[0] {
 	case "echo-stdin":
@@ -203,6 +204,19 @@ func (e executor) ExecInContainer(ctx context.Context, _, _, _ string, cmd []str
 			return utilexec.CodeExitError{Err: fmt.Errorf("exit %d", code), Code: code}
 		}
 		return nil
+	case "tty-sizes":
+		// On a terminal: print the first two sizes, then exit 7.
+		if !tty {
+			return errors.New("tty-sizes wants a terminal")
+		}
+		for range 2 {
+			size, ok := <-resize
+			if !ok {
+				return errors.New("no more sizes")
+			}
+			fmt.Fprintf(out, "size %dx%d\r\n", size.Width, size.Height)
+		}
+		return utilexec.CodeExitError{Err: errors.New("exit 7"), Code: 7}
 	case "block":
 		for ctx.Err() == nil {
 			if _, err := out.Write([]byte(".")); err != nil {
