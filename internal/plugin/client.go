@@ -105,7 +105,7 @@ func statusMessage(st metav1.Status, a action, t target) string {
 	case http.StatusUnauthorized:
 		return fmt.Sprintf("the API server did not accept your credentials (check --context, --user, --token): %s", msg)
 	case http.StatusForbidden:
-		return fmt.Sprintf("you may not %s %s: %s (RBAC: %s)", a.verb, t, msg, a.rbac)
+		return fmt.Sprintf("you may not %s %s: %s (403 Forbidden; RBAC: %s)", a.verb, t, msg, a.rbac)
 	case http.StatusNotFound:
 		if aboutInstance(st.Details, t.name) {
 			return fmt.Sprintf("%s not found", t)

@@ -205,12 +205,12 @@ func TestDescribe(t *testing.T) {
 		"forbidden log": {
 			err:  apierrors.NewForbidden(gr, "shop", errors.New(`User "dev" cannot get resource "instances/log"`)),
 			a:    readLogs,
-			want: `you may not read logs of Instance shop in apps: instances.subresources.hosting.unitlet.dev "shop" is forbidden: User "dev" cannot get resource "instances/log" (RBAC: the view role grants get on instances/log)`,
+			want: `you may not read logs of Instance shop in apps: instances.subresources.hosting.unitlet.dev "shop" is forbidden: User "dev" cannot get resource "instances/log" (403 Forbidden; RBAC: the view role grants get on instances/log)`,
 		},
 		"forbidden run": {
 			err:  apierrors.NewForbidden(gr, "shop", errors.New("no")),
 			a:    runIn,
-			want: `you may not run commands in Instance shop in apps: instances.subresources.hosting.unitlet.dev "shop" is forbidden: no (RBAC: the edit role grants create on instances/run)`,
+			want: `you may not run commands in Instance shop in apps: instances.subresources.hosting.unitlet.dev "shop" is forbidden: no (403 Forbidden; RBAC: the edit role grants create on instances/run)`,
 		},
 		"unauthorized": {
 			err:  apierrors.NewUnauthorized("Unauthorized"),

@@ -61,7 +61,7 @@ func TestRunThroughAPIServer(t *testing.T) {
 		"forbidden": {
 			args:       []string{"run", "secret", "--", "true"},
 			wantCode:   ExitError,
-			wantStderr: `error: you may not run commands in Instance secret in apps: instances/run.subresources.hosting.unitlet.dev "secret" is forbidden: User "dev" cannot create resource "instances/run" (RBAC: the edit role grants create on instances/run)` + "\n",
+			wantStderr: `error: you may not run commands in Instance secret in apps: instances/run.subresources.hosting.unitlet.dev "secret" is forbidden: User "dev" cannot create resource "instances/run" (403 Forbidden; RBAC: the edit role grants create on instances/run)` + "\n",
 			// A refusal of the user is not tried again over SPDY, which
 			// would lose its code.
 			wantRequests: []string{"GET websocket"},

@@ -81,7 +81,7 @@ func TestLogsThroughAPIServer(t *testing.T) {
 		"forbidden": {
 			args:       []string{"logs", "secret"},
 			wantCode:   ExitError,
-			wantStderr: `error: you may not read logs of Instance secret in apps: instances/log.subresources.hosting.unitlet.dev "secret" is forbidden: User "dev" cannot get resource "instances/log" in API group "subresources.hosting.unitlet.dev" in the namespace "apps" (RBAC: the view role grants get on instances/log)`,
+			wantStderr: `error: you may not read logs of Instance secret in apps: instances/log.subresources.hosting.unitlet.dev "secret" is forbidden: User "dev" cannot get resource "instances/log" in API group "subresources.hosting.unitlet.dev" in the namespace "apps" (403 Forbidden; RBAC: the view role grants get on instances/log)`,
 			wantQuery:  map[string]string{logsBase + "secret/log": ""},
 		},
 		"a name and a selector": {
