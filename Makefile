@@ -69,10 +69,15 @@ verify: manifests generate dashboards ## Fail when generated files are stale.
 	go run ./hack/importcheck
 
 .PHONY: build
-build: ## Build the unitlet binary, its small per-unit helper (unitlet-shim) and the kubectl plugin (kubectl-unitlet).
+build: plugin ## Build the unitlet binary, its small per-unit helper (unitlet-shim) and the kubectl plugin (kubectl-unitlet).
 	go build -ldflags "$(LDFLAGS)" -o $(BIN)/unitlet .
 	go build -o $(BIN)/unitlet-shim ./cmd/unitlet-shim
+
+.PHONY: plugin
+plugin: ## Build only the kubectl plugin (kubectl-unitlet) and its completion helper (kubectl_complete-unitlet) into BIN.
+	mkdir -p $(BIN)
 	go build -ldflags "$(LDFLAGS)" -o $(BIN)/kubectl-unitlet ./cmd/kubectl-unitlet
+	install -m 0755 cmd/kubectl-unitlet/kubectl_complete-unitlet $(BIN)/kubectl_complete-unitlet
 
 .PHONY: control-plane
 control-plane: ## Build kube-apiserver, etcd and kubectl from source into bin/ (cached).

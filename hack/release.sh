@@ -3,7 +3,8 @@
 #   install.yaml                         config/default, the agent image pinned by digest
 #   unitlet-image-VERSION.oci.tar        the agent image: one OCI archive, an index for linux/amd64 and linux/arm64
 #   kubectl-unitlet-OS-ARCH              the plugin for linux/darwin x amd64/arm64
-#   kubectl-unitlet-OS-ARCH.tar.gz       each with LICENSE, for krew
+#   kubectl_complete-unitlet             its shell completion helper (a script, every platform)
+#   kubectl-unitlet-OS-ARCH.tar.gz       each with the completion helper and LICENSE, for krew
 #   plugin.yaml                          the krew manifest (sha256 of each archive)
 #   SHA256SUMS                           of all of the above
 # Archives carry no owners or times, so a release can be rebuilt and compared.
@@ -39,15 +40,18 @@ digest="${ref##*@}"
 
 make --no-print-directory build-installer IMG="$IMAGE_NAME@$digest"
 
-# The plugin, raw and as krew archives (the binary and LICENSE).
+# The plugin, raw and as krew archives (the binary, its completion helper
+# kubectl_complete-unitlet, which kubectl runs from $PATH, and LICENSE).
+install -m 0755 cmd/kubectl-unitlet/kubectl_complete-unitlet "$DIST/kubectl_complete-unitlet"
 for os in linux darwin; do
 	for arch in amd64 arm64; do
 		name="kubectl-unitlet-$os-$arch"
 		CGO_ENABLED=0 GOOS=$os GOARCH=$arch go build -trimpath -ldflags "$LDFLAGS" -o "$DIST/$name" ./cmd/kubectl-unitlet
 		mkdir -p "$WORK/$name"
 		cp "$DIST/$name" "$WORK/$name/kubectl-unitlet"
+		cp "$DIST/kubectl_complete-unitlet" "$WORK/$name/kubectl_complete-unitlet"
 		cp LICENSE "$WORK/$name/LICENSE"
-		tar -C "$WORK/$name" --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 -cf - kubectl-unitlet LICENSE |
+		tar -C "$WORK/$name" --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 -cf - kubectl-unitlet kubectl_complete-unitlet LICENSE |
 			gzip -n >"$DIST/$name.tar.gz"
 	done
 done
@@ -66,6 +70,8 @@ krew_platform() { # os arch
     files:
       - from: kubectl-unitlet
         to: .
+      - from: kubectl_complete-unitlet
+        to: .
       - from: LICENSE
         to: .
 YAML
@@ -83,9 +89,10 @@ spec:
   shortDescription: Logs and one-off commands of unitlet Instances
   description: |
     kubectl unitlet shows an Instance's logs and runs one-off commands in
-    its environment, served by the unitlet agent of the Instance's node.
-    It presents your kubeconfig's credentials, which the agent has the API
-    server review.
+    its environment, through the API server (the aggregated API
+    subresources.hosting.unitlet.dev served by the unitlet relay), as
+    kubectl logs and kubectl exec do for pods. For shell completion of its
+    arguments, put kubectl_complete-unitlet (in the archive) on $PATH.
   platforms:
 YAML
 	for os in linux darwin; do
@@ -95,7 +102,7 @@ YAML
 	done
 } >"$DIST/plugin.yaml"
 
-(cd "$DIST" && sha256sum install.yaml "$image" plugin.yaml kubectl-unitlet-* >SHA256SUMS)
+(cd "$DIST" && sha256sum install.yaml "$image" plugin.yaml kubectl-unitlet-* kubectl_complete-unitlet >SHA256SUMS)
 rm -rf "$WORK"
 echo "release $VERSION in dist/ (image $IMAGE_NAME@$digest):"
 ls -l "$DIST"

@@ -27,22 +27,22 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/unitlet/unitlet/api/subresources"
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
 	"github.com/unitlet/unitlet/internal/relaytrust"
 	"github.com/unitlet/unitlet/internal/scheme"
 	"github.com/unitlet/unitlet/internal/version"
 )
 
-// The aggregated API's names.
+// The aggregated API's names (api/subresources holds the group's).
 const (
-	Group   = "subresources.hosting.unitlet.dev"
-	Version = "v1"
-	// APIServiceName is the APIService registering Group/Version.
-	APIServiceName = Version + "." + Group
+	Group          = subresources.Group
+	Version        = subresources.Version
+	APIServiceName = subresources.APIServiceName
 	// ServiceName is the relay's Service in its namespace.
 	ServiceName = "unitlet-relay"
 
-	resourceInstances = "instances"
+	resourceInstances = subresources.Resource
 )
 
 // ServingName is the DNS name the API server verifies the relay's

@@ -1,8 +1,9 @@
 // Package plugin is `kubectl unitlet`: an Instance's logs and one-off
-// commands in its environment, served by the agent of the Instance's node
-// (agent/endpoint). It finds that agent through the node's
-// Enrollment and presents the user's own kubeconfig credentials, which
-// the agent has the API server review.
+// commands in its environment. It talks to the API server alone, as
+// kubectl does for pods: the subresources instances/log and instances/run
+// of the aggregated API subresources.hosting.unitlet.dev/v1, which the
+// unitlet relay serves by reaching the Instance's node agent with an
+// identity of its own. No credential of the user ever leaves for a node.
 package plugin
 
 import (
@@ -13,113 +14,141 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"slices"
+	"strings"
 	"syscall"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/klog/v2"
 
 	"github.com/unitlet/unitlet/internal/version"
 )
 
-const usage = `kubectl unitlet: an Instance's logs and one-off commands, from its node's agent.
-
-Usage:
-  kubectl unitlet logs INSTANCE [-f] [--since 10m|RFC3339] [--generation N] [--role run|seed|sidecar/NAME] [--timestamps] [--prefix]
-  kubectl unitlet run INSTANCE [-i] -- COMMAND [ARGS...]
-  kubectl unitlet version
-
-Flags for both: [-n NAMESPACE] [--kubeconfig FILE] [--context NAME]
-
-logs needs get on instances/log, run needs create on instances/run (API
-group hosting.unitlet.dev), and both get on the node's Enrollment, where
-the agent publishes its address and certificate. The agent checks your
-kubeconfig's bearer token (TokenReview) or client certificate (the
-cluster's client CA) with the API server.
-`
-
 // Exit codes of the plugin itself; a run exits with its command's.
 const (
-	ExitUsage = 2
 	ExitError = 1
+	ExitUsage = 2
+	// ExitInterrupted is a run the plugin was interrupted in (Ctrl-C):
+	// the relay and the agent stop the command.
+	ExitInterrupted = 130
 )
 
-// Main runs the plugin with args (without the program name).
+// Main runs the plugin with args (without the program name) and returns
+// its exit code.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprint(stderr, usage)
-		return ExitUsage
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	var err error
-	code := 0
-	switch args[0] {
-	case "logs":
-		err = logsMain(ctx, args[1:], stdout, stderr)
-	case "run":
-		code, err = runMain(ctx, args[1:], stdin, stdout, stderr)
-	case "version":
-		err = versionMain(args[1:], stdout)
-	default:
-		err = usageError{fmt.Errorf("unknown command %q", args[0])}
-	}
+	streams := genericiooptions.IOStreams{In: stdin, Out: stdout, ErrOut: stderr}
+	flags := genericclioptions.NewConfigFlags(true).WithDeprecatedPasswordFlag().WithWarningPrinter(streams)
+	return Execute(ctx, NewCommand(streams, flags), args, stderr)
+}
+
+// Execute runs cmd with args and maps what it returned to an exit code.
+func Execute(ctx context.Context, cmd *cobra.Command, args []string, stderr io.Writer) int {
+	cmd.SetArgs(args)
+	err := cmd.ExecuteContext(ctx)
+	var ee exitError
 	var ue usageError
 	switch {
-	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "error: %v\n\n%s", err, usage)
+	case err == nil:
+		return 0
+	case errors.As(err, &ee):
+		return ee.code
+	case errors.As(err, &ue) || isCobraUsage(err):
+		fmt.Fprintf(stderr, "error: %v\nSee 'kubectl unitlet --help'.\n", err)
 		return ExitUsage
-	case err != nil:
+	default:
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return ExitError
 	}
-	return code
 }
 
-// versionMain prints the plugin's build version (internal/version).
-func versionMain(args []string, stdout io.Writer) error {
-	if len(args) > 0 {
-		return usageError{fmt.Errorf("version takes no arguments (got %q)", args)}
+// NewCommand is the root command: kubectl's connection flags (flags) on
+// every subcommand, klog's -v, and logs, run (exec) and version.
+func NewCommand(streams genericiooptions.IOStreams, flags *genericclioptions.ConfigFlags) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "kubectl unitlet",
+		Short: "Logs and one-off commands of unitlet Instances, through the API server",
+		Long: `kubectl unitlet reads an Instance's logs and runs one-off commands in its
+environment through the API server (the aggregated API
+subresources.hosting.unitlet.dev/v1, served by the unitlet relay), as
+kubectl logs and kubectl exec do for pods.
+
+logs needs get on instances/log (the view role grants it), run and exec
+need create on instances/run (edit grants it).`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		// "kubectl unitlet" has a space: cobra's name is its first word,
+		// so name it so help and completion print it whole.
+		Annotations: map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl unitlet"},
+		CompletionOptions: cobra.CompletionOptions{
+			HiddenDefaultCmd: true,
+		},
 	}
-	_, err := fmt.Fprintln(stdout, version.Get())
-	return err
+	root.SetIn(streams.In)
+	root.SetOut(streams.Out)
+	root.SetErr(streams.ErrOut)
+	flags.AddFlags(root.PersistentFlags())
+	addKlogFlags(root)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.AddCommand(newLogsCommand(streams, flags), newRunCommand(streams, flags), newVersionCommand(streams))
+	registerCompletions(root, flags)
+	return root
+}
+
+// addKlogFlags adds klog's -v to every command: -v=6 shows each request
+// to the API server, as with kubectl.
+func addKlogFlags(root *cobra.Command) {
+	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(fs)
+	for _, name := range []string{"v", "vmodule"} {
+		root.PersistentFlags().AddGoFlag(fs.Lookup(name))
+	}
+}
+
+func newVersionCommand(streams genericiooptions.IOStreams) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the plugin's version",
+		Args:  noArgs,
+		RunE: func(*cobra.Command, []string) error {
+			_, err := fmt.Fprintln(streams.Out, version.Get())
+			return err
+		},
+	}
+}
+
+// noArgs refuses arguments as a usage error.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usageError{fmt.Errorf("%s takes no arguments (got %q)", cmd.Name(), args)}
+	}
+	return nil
+}
+
+// usageArgs makes cobra's check of the arguments a usage error.
+func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := check(cmd, args); err != nil {
+			return usageError{err}
+		}
+		return nil
+	}
 }
 
 // usageError is bad input on the command line.
 type usageError struct{ error }
 
-// common are the flags every command takes, as kubectl spells them.
-type common struct {
-	namespace, kubeconfig, context string
-}
+func (e usageError) Unwrap() error { return e.error }
 
-func (c *common) register(fs *flag.FlagSet) {
-	fs.StringVar(&c.namespace, "namespace", "", "the Instance's namespace (default: the kubeconfig context's)")
-	fs.StringVar(&c.namespace, "n", "", "short for --namespace")
-	fs.StringVar(&c.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
-	fs.StringVar(&c.context, "context", "", "kubeconfig context")
-}
+// exitError ends the plugin with code and nothing more to print (a run's
+// command exited with it).
+type exitError struct{ code int }
 
-// parse parses args with fs and returns the one Instance name and what
-// follows "--"; flags may come before or after the name, as with kubectl.
-func parse(fs *flag.FlagSet, args []string) (string, []string, error) {
-	fs.SetOutput(io.Discard)
-	var rest []string
-	if i := slices.Index(args, "--"); i >= 0 {
-		args, rest = args[:i], args[i+1:]
-	}
-	var name string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return "", nil, usageError{err}
-		}
-		if args = fs.Args(); len(args) == 0 {
-			break
-		}
-		if name != "" {
-			return "", nil, usageError{fmt.Errorf("one Instance at a time (got %q and %q)", name, args[0])}
-		}
-		name, args = args[0], args[1:]
-	}
-	if name == "" {
-		return "", nil, usageError{errors.New("name the Instance")}
-	}
-	return name, rest, nil
+func (e exitError) Error() string { return fmt.Sprintf("exit code %d", e.code) }
+
+// isCobraUsage is cobra's own usage error (an unknown command).
+func isCobraUsage(err error) bool {
+	return strings.HasPrefix(err.Error(), "unknown command ")
 }
