@@ -131,7 +131,7 @@ up() {
 cluster() {
   local k=("$KUBECTL" --kubeconfig "$KUBECONFIG_FILE")
   "${k[@]}" create namespace unitlet-system --dry-run=client -o yaml | "${k[@]}" apply -f - >/dev/null
-  "${k[@]}" apply -f "$ROOT/config/rbac/relay_user_roles.yaml" >/dev/null
+  "${k[@]}" apply -f "$ROOT/config/rbac/user_roles.yaml" >/dev/null
   "${k[@]}" apply -f - >/dev/null <<SVC
 apiVersion: v1
 kind: Service

@@ -74,10 +74,10 @@ func (s *Server) serveRun(w http.ResponseWriter, r *http.Request, ns, name strin
 	metrics.ObserveRun(end.result, took)
 	s.Log.Info("run ended", "namespace", ns, "name", name, "run", runName,
 		"command", req.Command, "result", end.result, "exitCode", end.exit.ExitCode, "took", took)
-	// Who asked is the relay's to record (and the API server's audit):
-	// the agent sees only the relay.
-	s.Recorder.Eventf(inst, nil, end.eventType, end.reason, "Run", "ran %s (%s, generation %d) through the relay: %s after %s",
-		quoteCommand(req.Command), runName, gen, end.summary, took.Round(time.Millisecond))
+	// Who asked is whom the relay vouched for (the agent sees only the
+	// relay); the API server's audit log has the request itself.
+	s.Recorder.Eventf(inst, nil, end.eventType, end.reason, "Run", "%s ran %s (%s, generation %d) through the relay: %s after %s",
+		requester(req.RequestedBy), quoteCommand(req.Command), runName, gen, end.summary, took.Round(time.Millisecond))
 	if end.failed != "" {
 		_ = fw.frame(agentapi.FrameError, []byte(end.failed))
 		return
@@ -210,3 +210,11 @@ func (f *frameWriter) stream(k agentapi.FrameKind) io.Writer {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// requester names who asked for a run, as the relay said.
+func requester(user string) string {
+	if user == "" {
+		return "someone the relay did not name"
+	}
+	return user
+}

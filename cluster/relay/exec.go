@@ -48,7 +48,7 @@ func (s *Server) serveRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.Log.Info("run", "namespace", ns, "name", name, "user", u.GetName(), "node", agent.node, "command", cmd, "stdin", opts.Stdin)
-	ex := &runExecutor{agent: agent, namespace: ns, name: name}
+	ex := &runExecutor{agent: agent, namespace: ns, name: name, user: u.GetName()}
 	if wsstream.IsWebSocketRequest(r) {
 		s.serveWebSocketExec(w, r, ex, cmd, opts)
 		return
@@ -87,6 +87,8 @@ func execOptions(v url.Values) (*remotecommand.Options, []string, error) {
 type runExecutor struct {
 	agent           *agentClient
 	namespace, name string
+	// user is who asked, for the agent's Event.
+	user string
 }
 
 // ExecInContainer posts the run to the agent (stdin streamed after the
@@ -95,7 +97,7 @@ type runExecutor struct {
 // "command terminated with exit code N".
 func (e *runExecutor) ExecInContainer(ctx context.Context, _, _, _ string, cmd []string, in io.Reader, out, errOut io.WriteCloser,
 	_ bool, _ <-chan remotecommand.TerminalSize, _ time.Duration) error {
-	var body io.Reader = bytes.NewReader(agentapi.WriteRunRequest(agentapi.RunRequest{Command: cmd, Stdin: in != nil}))
+	var body io.Reader = bytes.NewReader(agentapi.WriteRunRequest(agentapi.RunRequest{Command: cmd, Stdin: in != nil, RequestedBy: e.user}))
 	if in != nil {
 		body = io.MultiReader(body, in)
 	}

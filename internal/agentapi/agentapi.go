@@ -137,6 +137,10 @@ type RunRequest struct {
 	// command is (an absolute path, or relative to the working dir).
 	Command []string `json:"command"`
 	Stdin   bool     `json:"stdin,omitempty"`
+	// RequestedBy is the user the relay authenticated and authorized,
+	// for the run's Event: the agent sees only the relay, and records
+	// whom it vouched for (it decides nothing on it).
+	RequestedBy string `json:"requestedBy,omitempty"`
 }
 
 // MaxRunRequest bounds the JSON line.

@@ -19,7 +19,6 @@ import (
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
 	"github.com/unitlet/unitlet/internal/agentimage"
 	"github.com/unitlet/unitlet/internal/testkit/cluster"
-	"github.com/unitlet/unitlet/internal/testkit/nodevm"
 	"github.com/unitlet/unitlet/internal/testkit/testenv"
 	"github.com/unitlet/unitlet/internal/testkit/testutil"
 )
@@ -126,81 +125,6 @@ func envFromOptIn(t *testing.T) {
 	}
 	kube.DeleteAndWait(t, "configured", 3*time.Minute)
 	leftOnNode(t, "configured")
-}
-
-// pluginLogsAndRun: on a machine that reaches the node (the node
-// itself), a user reads an app's output and runs a command in its
-// environment through the DaemonSet's agent, found through its
-// Enrollment; a user without instances/log and instances/run is refused
-// by the agent.
-func pluginLogsAndRun(t *testing.T) {
-	ctx := context.Background()
-	inst := testutil.Sample(t, "hosting_v1alpha1_instance_replace.yaml", cluster.NodeName)
-	inst.Name, inst.Spec.Host = "ticker", "ticker.example.com"
-	inst.Spec.Template.Args = []string{"-c", testutil.TickerApp}
-	if err := k8s.Create(ctx, inst); err != nil {
-		t.Fatal(err)
-	}
-	kubectl(t, "wait", "--for=condition=Ready", "--timeout=180s", "inst/ticker")
-	bin := filepath.Join(t.TempDir(), "kubectl-unitlet")
-	build := exec.Command("go", "build", "-trimpath", "-o", bin, "./cmd/kubectl-unitlet")
-	build.Dir, build.Env = testenv.RepoRoot(), append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build the plugin: %v\n%s", err, out)
-	}
-	b, err := os.ReadFile(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.VM.WriteFile(ctx, "/usr/local/bin/kubectl-unitlet", b, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	aliceToken, bobToken := testutil.PluginUsers(t, kubectl, testutil.Namespace, "alice", "bob")
-	server := strings.Replace(c.Env.Config.Host, "127.0.0.1", nodevm.GuestHostAddr, 1)
-	for user, token := range map[string]string{"alice": aliceToken, "bob": bobToken} {
-		cfg := testutil.Kubeconfig(t, server, c.Env.Config.CAData, testutil.Namespace, user, token)
-		if err := c.VM.WriteFile(ctx, "/root/"+user+".kubeconfig", cfg, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// Output and exit code, the code on the last line ("exit=N").
-	// The administrator's kubeconfig holds a client certificate: the agent
-	// verifies it against the cluster's client CA.
-	kc, err := os.ReadFile(c.Kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin, err := nodevm.GuestKubeconfig(kc, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.VM.WriteFile(ctx, "/root/admin.kubeconfig", admin, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	plugin := func(user, args string) string {
-		return c.VM.MustRun(t, "set +e; KUBECONFIG=/root/"+user+".kubeconfig kubectl-unitlet "+args+" 2>&1; code=$?; echo; echo exit=$code")
-	}
-	eventually(t, "alice reads the app's ticks", time.Minute, func() (bool, string) {
-		out := plugin("alice", "logs ticker")
-		return strings.Contains(out, "tick g1 3\n") && strings.HasSuffix(out, "\nexit=0"), out
-	})
-	if out := plugin("admin", "logs ticker -n "+testutil.Namespace+" --since 1h"); !strings.Contains(out, "tick g1 3\n") || !strings.HasSuffix(out, "\nexit=0") {
-		t.Errorf("the administrator's logs (a client certificate): %q", testutil.Tail(out, 12))
-	}
-	out := plugin("alice", `run ticker -- /bin/sh -c 'echo "uid $(id -u) generation $UNITLET_GENERATION"; exit 7'`)
-	if !strings.Contains(out, "generation 1\n") || strings.Contains(out, "uid 0 ") || !strings.HasSuffix(out, "\nexit=7") {
-		t.Errorf("alice's run: %q, want the app's own (non-root) uid, generation 1, exit code 7", out)
-	}
-	if out := plugin("alice", `run -i ticker -- /bin/sh -c 'wc -l' <<< $'a\nb'`); out != "2\n\nexit=0" {
-		t.Errorf("alice's run with stdin: %q, want 2 lines counted", out)
-	}
-	for _, args := range []string{"logs ticker", "run ticker -- /bin/true"} {
-		if out := plugin("bob", args); !strings.Contains(out, "403") || !strings.HasSuffix(out, "\nexit=1") {
-			t.Errorf("bob's %s: %q, want a 403 from the agent", args, out)
-		}
-	}
-	kube.DeleteAndWait(t, "ticker", 3*time.Minute)
-	leftOnNode(t, "ticker")
 }
 
 // metricsAuthorized scrapes the agent's HTTPS metrics from the node as

@@ -4,6 +4,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/unitlet/unitlet/internal/testkit/agentproc"
+	"github.com/unitlet/unitlet/internal/testkit/relayproc"
 	"github.com/unitlet/unitlet/internal/testkit/testenv"
 	"github.com/unitlet/unitlet/internal/testkit/testutil"
 )
@@ -68,6 +70,14 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	// The relay, as make run has it: `kubectl unitlet` reaches the
+	// agents only through the API server and it.
+	r, err := relayproc.Start(context.Background(), k8s, env.Config, kubeconfig, filepath.Join(dir, "relay.log"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer r.Stop()
 	return m.Run()
 }
 

@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
-	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -65,43 +64,52 @@ type Relay struct {
 
 // Start registers and starts bin/unitlet relay with kubeconfig (an
 // administrator's: the relay's own RBAC is config/relay's, tested in
-// test/cluster) and waits until the API server serves its group.
-// The process ends with t.
-func Start(t testing.TB, c client.Client, cfg *rest.Config, kubeconfig string) *Relay {
-	t.Helper()
+// test/cluster), its log in logPath, and waits until the API server
+// serves its group. Stop ends it.
+func Start(ctx context.Context, c client.Client, cfg *rest.Config, kubeconfig, logPath string) (*Relay, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
-	if err := Register(context.Background(), c, port); err != nil {
-		t.Fatal(err)
+	if err := Register(ctx, c, port); err != nil {
+		return nil, err
 	}
-	r := &Relay{LogPath: t.TempDir() + "/relay.log"}
-	logf, err := os.Create(r.LogPath)
+	logf, err := os.Create(logPath)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	defer logf.Close()
+	r := &Relay{LogPath: logPath}
 	r.Cmd = exec.Command(testutil.AgentBinary(), "relay", "--kubeconfig", kubeconfig,
 		"--listen", "127.0.0.1:"+strconv.Itoa(port), "--namespace", Namespace)
 	r.Cmd.Stdout, r.Cmd.Stderr = logf, logf
 	if err := r.Cmd.Start(); err != nil {
-		t.Fatal(err)
+		return nil, fmt.Errorf("relay: %w", err)
 	}
-	t.Cleanup(func() {
-		_ = r.Cmd.Process.Kill()
-		_ = r.Cmd.Wait()
-	})
-	dc := discovery.NewDiscoveryClientForConfigOrDie(cfg)
-	testutil.Eventually(t, "the relay's group served through the API server", time.Minute, 200*time.Millisecond, func() (bool, string) {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		r.Stop()
+		return nil, err
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
 		_, err := dc.ServerResourcesForGroupVersion(relay.Group + "/" + relay.Version)
-		if err != nil {
-			log, _ := os.ReadFile(r.LogPath)
-			return false, fmt.Sprintf("%v; relay log:\n%s", err, log)
+		if err == nil {
+			return r, nil
 		}
-		return true, ""
-	})
-	return r
+		if time.Now().After(deadline) {
+			log, _ := os.ReadFile(logPath)
+			r.Stop()
+			return nil, fmt.Errorf("the relay's group not served through the API server after a minute: %w; relay log:\n%s", err, log)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// Stop ends the relay.
+func (r *Relay) Stop() {
+	_ = r.Cmd.Process.Kill()
+	_ = r.Cmd.Wait()
 }

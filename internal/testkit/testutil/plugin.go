@@ -42,35 +42,38 @@ func PluginBinary() string { return filepath.Join(testenv.RepoRoot(), "bin", "ku
 // Kubectl runs kubectl as the suite's administrator and returns its output.
 type Kubectl func(t testing.TB, args ...string) string
 
+// Roles a test binds its plugin users to: the built-in view and edit
+// where a controller-manager aggregates unitlet's roles into them (a
+// cluster, as README tells an administrator), unitlet-view and
+// unitlet-edit themselves where none runs (a bare API server).
+type Roles struct{ View, Edit string }
+
+var (
+	BuiltinRoles = Roles{View: "view", Edit: "edit"}
+	UnitletRoles = Roles{View: "unitlet-view", Edit: "unitlet-edit"}
+)
+
 // PluginUsers makes two real users of the API server as ServiceAccounts
-// of namespace ns and returns a token of each (TokenRequest API): granted
-// gets the shipped roles unitlet-instance-logs and unitlet-instance-run
-// in ns, denied only get on Instances; both may read the agents'
-// endpoints (unitlet-agent-endpoint-reader), so the agent, not the API
-// server, is what refuses denied. Everything is removed when t ends.
-func PluginUsers(t testing.TB, kubectl Kubectl, ns, granted, denied string) (grantedToken, deniedToken string) {
+// of namespace ns and returns a token of each (TokenRequest API): viewer
+// bound to roles.View, editor to roles.Edit, each by a RoleBinding in ns
+// and nothing else. The API server and the relay, never an agent, judge
+// them. Everything is removed when t ends.
+func PluginUsers(t testing.TB, kubectl Kubectl, ns string, roles Roles, viewer, editor string) (viewerToken, editorToken string) {
 	t.Helper()
 	kubectl(t, "apply", "-f", filepath.Join(testenv.RepoRoot(), "config", "rbac", "user_roles.yaml"))
-	for _, sa := range []string{granted, denied} {
+	binding := "unitlet-plugin-"
+	for sa, role := range map[string]string{viewer: roles.View, editor: roles.Edit} {
 		kubectl(t, "-n", ns, "create", "serviceaccount", sa)
+		kubectl(t, "-n", ns, "create", "rolebinding", binding+sa, "--clusterrole="+role, "--serviceaccount="+ns+":"+sa)
 	}
-	binding := "unitlet-plugin-" + granted
-	kubectl(t, "-n", ns, "create", "rolebinding", binding+"-logs", "--clusterrole=unitlet-instance-logs", "--serviceaccount="+ns+":"+granted)
-	kubectl(t, "-n", ns, "create", "rolebinding", binding+"-run", "--clusterrole=unitlet-instance-run", "--serviceaccount="+ns+":"+granted)
-	kubectl(t, "-n", ns, "create", "role", binding+"-reader", "--verb=get", "--resource=instances.hosting.unitlet.dev")
-	kubectl(t, "-n", ns, "create", "rolebinding", binding+"-reader", "--role="+binding+"-reader", "--serviceaccount="+ns+":"+denied)
-	kubectl(t, "create", "clusterrolebinding", binding+"-endpoints", "--clusterrole=unitlet-agent-endpoint-reader",
-		"--serviceaccount="+ns+":"+granted, "--serviceaccount="+ns+":"+denied)
 	t.Cleanup(func() {
-		kubectl(t, "delete", "clusterrolebinding", binding+"-endpoints", "--ignore-not-found")
-		kubectl(t, "-n", ns, "delete", "rolebinding", binding+"-logs", binding+"-run", binding+"-reader", "--ignore-not-found")
-		kubectl(t, "-n", ns, "delete", "role", binding+"-reader", "--ignore-not-found")
-		kubectl(t, "-n", ns, "delete", "serviceaccount", granted, denied, "--ignore-not-found")
+		kubectl(t, "-n", ns, "delete", "rolebinding", binding+viewer, binding+editor, "--ignore-not-found")
+		kubectl(t, "-n", ns, "delete", "serviceaccount", viewer, editor, "--ignore-not-found")
 	})
 	token := func(sa string) string {
 		return strings.TrimSpace(kubectl(t, "-n", ns, "create", "token", sa, "--duration=1h"))
 	}
-	return token(granted), token(denied)
+	return token(viewer), token(editor)
 }
 
 // Kubeconfig is a kubeconfig for user with token against the API server
