@@ -151,6 +151,11 @@ const AppSocketName = "app.sock"
 // generation's app socket; flipping it swaps generations.
 func (i Instance) StableSocket() string { return filepath.Join(i.runDir, AppSocketName) }
 
+// IdleSocket is where the agent binds an asleep Instance's socket when
+// no generation's is left to hold (a reboot emptied the run dir); the
+// stable socket leads to it until a generation inherits it.
+func (i Instance) IdleSocket() string { return filepath.Join(i.runDir, "idle.sock") }
+
 // ControlSocket is the control socket that sits next to an app socket.
 func ControlSocket(appSocket string) string { return appSocket + ".control" }
 

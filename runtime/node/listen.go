@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"github.com/unitlet/unitlet/runtime/activation"
 	"github.com/unitlet/unitlet/runtime/launch"
 	"github.com/unitlet/unitlet/runtime/layout"
+	"github.com/unitlet/unitlet/runtime/prepare"
 	"github.com/unitlet/unitlet/runtime/sockdiag"
 )
 
@@ -235,8 +237,14 @@ func (n *Node) Listen(ctx context.Context, inst InstanceRef) error {
 	}
 	stable := li.StableSocket()
 	target, err := os.Readlink(stable)
+	if errors.Is(err, fs.ErrNotExist) {
+		// Nothing leads anywhere: the node rebooted (/run is empty) or
+		// the link was lost. The agent binds a socket of its own and
+		// leads the stable socket to it.
+		return n.listenAnew(act, inst, li, in)
+	}
 	if err != nil {
-		return fmt.Errorf("node: listen: no stable socket yet: %w", err)
+		return fmt.Errorf("node: listen: %w", err)
 	}
 	path := filepath.Join(filepath.Dir(stable), target)
 	var d net.Dialer
@@ -256,6 +264,25 @@ func (n *Node) Listen(ctx context.Context, inst InstanceRef) error {
 	}
 	n.cfg.Log.Info("holding the socket anew", "namespace", inst.Namespace, "name", inst.Name, "path", path)
 	// No connection is known to have come: only one from now on wakes it.
+	return n.hold(act, inst, in, &listener{f: f, path: path}, time.Time{})
+}
+
+// listenAnew binds an asleep Instance's socket at its idle path in a run
+// dir made as a start makes it, and leads the stable socket there.
+func (n *Node) listenAnew(act *activated, inst InstanceRef, li layout.Instance, in *instance) error {
+	if err := prepare.EnsureRunDir(li, n.cfg.SocketGID); err != nil {
+		return fmt.Errorf("node: listen: %w", err)
+	}
+	path := li.IdleSocket()
+	f, err := activation.Bind(li.RunDir(), path, n.cfg.SocketGID)
+	if err != nil {
+		return fmt.Errorf("node: %w", err)
+	}
+	if err := flipSymlink(li.StableSocket(), filepath.Base(path)); err != nil {
+		f.Close()
+		return err
+	}
+	n.cfg.Log.Info("holding the socket anew; the stable socket led nowhere", "namespace", inst.Namespace, "name", inst.Name, "path", path)
 	return n.hold(act, inst, in, &listener{f: f, path: path}, time.Time{})
 }
 

@@ -273,6 +273,17 @@ func makeDirs(req Request, p layout.Slot) (d openDirs, err error) {
 	return d, nil
 }
 
+// EnsureRunDir makes the Instance's run dir as a start does (the socket
+// group's, new sockets in it its): the agent binds an asleep Instance's
+// socket there when a reboot emptied /run and nothing starts yet.
+func EnsureRunDir(inst layout.Instance, socketGID int) error {
+	d, err := ensureDir(inst.RunDir(), modeRunDir, -1, socketGID)
+	if err != nil {
+		return fmt.Errorf("prepare: run dir: %w", err)
+	}
+	return d.Close()
+}
+
 // ensureToken returns the instance's admin token, minting it once: 32
 // random bytes, hex, in the env file (0600) beneath the private dir. An
 // agent before the private dir kept it in the data dir: that token is
