@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"errors"
 	"os"
 	"testing"
 	"time"
@@ -122,4 +123,23 @@ func (e *fakeEnv) limit(t testing.TB, name string) cgroups.Tier {
 	t.Helper()
 	l, _ := e.units.Parent(e.inst(t, name))
 	return l
+}
+
+// TestStartNotSentWhenStopping: a start the agent stopped before sending
+// (its context ended: a DaemonSet rollout) is the node's to retry, not a
+// refusal of the template; the next start with a live context runs it.
+// Read as a refusal, it aborted Overlap swaps mid-rollout.
+func TestStartNotSentWhenStopping(t *testing.T) {
+	e := newFakeEnv(t)
+	stopped, cancel := context.WithCancel(context.Background())
+	cancel()
+	req := e.request("rolling", 2)
+	res := e.node.Start(stopped, req)
+	var retry *PrepareError
+	if res.Start.Kind != outcome.NotStarted || !errors.As(res.Start.Cause, &retry) {
+		t.Fatalf("start on an ended context: %v (%v), want NotStarted as a PrepareError (retried)", res.Start.Kind, res.Start.Cause)
+	}
+	if got := e.node.Start(context.Background(), req); got.Start.Kind != outcome.Running {
+		t.Fatalf("the retry: %v (%v), want Running", got.Start.Kind, got.Start.Cause)
+	}
 }

@@ -106,6 +106,13 @@ func (n *Node) Start(ctx context.Context, req StartRequest) StartResult {
 		if err := pr.Close(); err != nil {
 			n.cfg.Log.Info("close after NotStarted", "unit", res.Unit, "err", err)
 		}
+		if ctx.Err() != nil {
+			// The caller stopped (an agent shutting down for a rollout)
+			// before the start was sent: no verdict on the template, and
+			// nothing runs, so the next agent starts it. Read as a
+			// refusal, it aborted Overlap swaps in a DaemonSet rollout.
+			res.Start.Cause = &PrepareError{Err: fmt.Errorf("node: start of %s not sent before the agent stopped: %w", res.Unit, res.Start.Cause)}
+		}
 		return res
 	}
 	if st, err := n.cfg.Backend.Observe(ctx, p); err == nil {

@@ -32,7 +32,7 @@ func TestDaemonSet(t *testing.T) {
 		{Name: "approve: the samples serve", Run: approveAndServe},
 		{Name: "nodewatch: NoAgent and NodeLost where no agent answers", Run: nodeWatch},
 		{Name: "envFrom: read only where an administrator opted in", Run: envFromOptIn},
-		{Name: "plugin: logs and a run for a granted user, 403 for another", Run: pluginLogsAndRun},
+		{Name: "plugin: through the API server and the relay, view reads, edit runs", Run: pluginLogsAndRun},
 		{Name: "swap: a template edit under load, 0 failed requests", Run: swapUnderLoad},
 		{Name: "rollout: a new agent image restarts no app", Run: rollout},
 		{Name: "evict: the agent pod deleted mid-swap, 0 failed requests", Run: evictMidSwap},

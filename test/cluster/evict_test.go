@@ -194,7 +194,13 @@ func unsettled(name string, from int64, gens map[int64]*v1.Generation) string {
 	}
 	conds := testutil.Conditions(inst.Status.Conditions)
 	if inst.Status.ActiveGeneration != from+1 || !meta.IsStatusConditionTrue(inst.Status.Conditions, v1.ConditionReady) {
-		return fmt.Sprintf("%s: active %d, %s", name, inst.Status.ActiveGeneration, conds)
+		// Why a swap waits or gave up is in the new generation's own
+		// conditions.
+		next := "none yet"
+		if g := gens[from+1]; g != nil {
+			next = fmt.Sprintf("%s %s", g.Status.Phase, testutil.Conditions(g.Status.Conditions))
+		}
+		return fmt.Sprintf("%s: active %d, %s; generation %d: %s", name, inst.Status.ActiveGeneration, conds, from+1, next)
 	}
 	if abnormal(inst.Status.Conditions) {
 		return name + ": " + conds

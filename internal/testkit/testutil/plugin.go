@@ -55,19 +55,22 @@ var (
 
 // PluginUsers makes two real users of the API server as ServiceAccounts
 // of namespace ns and returns a token of each (TokenRequest API): viewer
-// bound to roles.View, editor to roles.Edit, each by a RoleBinding in ns
-// and nothing else. The API server and the relay, never an agent, judge
+// bound to roles.View, editor to roles.View and roles.Edit, by
+// RoleBindings in ns and nothing else. The API server and the relay, never an agent, judge
 // them. Everything is removed when t ends.
 func PluginUsers(t testing.TB, kubectl Kubectl, ns string, roles Roles, viewer, editor string) (viewerToken, editorToken string) {
 	t.Helper()
 	kubectl(t, "apply", "-f", filepath.Join(testenv.RepoRoot(), "config", "rbac", "user_roles.yaml"))
 	binding := "unitlet-plugin-"
-	for sa, role := range map[string]string{viewer: roles.View, editor: roles.Edit} {
+	for _, sa := range []string{viewer, editor} {
 		kubectl(t, "-n", ns, "create", "serviceaccount", sa)
-		kubectl(t, "-n", ns, "create", "rolebinding", binding+sa, "--clusterrole="+role, "--serviceaccount="+ns+":"+sa)
 	}
+	// The editor holds both roles, as edit holds view's rules.
+	kubectl(t, "-n", ns, "create", "rolebinding", binding+"view", "--clusterrole="+roles.View,
+		"--serviceaccount="+ns+":"+viewer, "--serviceaccount="+ns+":"+editor)
+	kubectl(t, "-n", ns, "create", "rolebinding", binding+"edit", "--clusterrole="+roles.Edit, "--serviceaccount="+ns+":"+editor)
 	t.Cleanup(func() {
-		kubectl(t, "-n", ns, "delete", "rolebinding", binding+viewer, binding+editor, "--ignore-not-found")
+		kubectl(t, "-n", ns, "delete", "rolebinding", binding+"view", binding+"edit", "--ignore-not-found")
 		kubectl(t, "-n", ns, "delete", "serviceaccount", viewer, editor, "--ignore-not-found")
 	})
 	token := func(sa string) string {
