@@ -113,12 +113,13 @@ func (c *Console) take(conn *net.UnixConn) error {
 		return errors.New("terminal: handed over after the run ended")
 	default:
 	}
-	c.ctl, c.fd, c.out = f, fd, make(chan struct{})
-	err = setSize(fd, c.size)
-	c.mu.Unlock()
-	if err != nil {
+	if err := setSize(fd, c.size); err != nil {
+		c.mu.Unlock()
+		f.Close()
 		return fmt.Errorf("terminal: first size: %w", err)
 	}
+	c.ctl, c.fd, c.out = f, fd, make(chan struct{})
+	c.mu.Unlock()
 	go c.copyOut(f)
 	if c.cfg.In != nil {
 		go func() { _, _ = io.Copy(f, c.cfg.In) }()
