@@ -2,6 +2,7 @@ package systemd
 
 import (
 	"context"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -25,7 +26,8 @@ func TestRunOnTerminal(t *testing.T) {
 
 	var out testutil.SyncBuffer
 	resize := make(chan terminal.Size)
-	typed := strings.NewReader("hello\n")
+	typed, typing := io.Pipe()
+	defer typing.Close()
 	done := make(chan node.RunResult, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -37,7 +39,15 @@ func TestRunOnTerminal(t *testing.T) {
 			Stdin: typed, Stdout: &out, Stderr: &out, TTY: true, Size: terminal.Size{Rows: 24, Cols: 80}, Resize: resize, Grace: time.Second,
 		})
 	}()
+	// Typed once it said its size: the terminal echoes at once what is
+	// typed, whatever the command is doing.
 	testutil.Eventually(t, "the command on its terminal", 30*time.Second, pollEvery, func() (bool, string) {
+		return strings.Contains(out.String(), "24 80\r\n"), out.String()
+	})
+	if _, err := io.WriteString(typing, "hello\n"); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, "the command reads what was typed", 30*time.Second, pollEvery, func() (bool, string) {
 		return strings.Contains(out.String(), "got hello"), out.String()
 	})
 	resize <- terminal.Size{Rows: 50, Cols: 132}
