@@ -22,6 +22,7 @@ import (
 	"github.com/unitlet/unitlet/runtime/identity"
 	"github.com/unitlet/unitlet/runtime/node"
 	"github.com/unitlet/unitlet/runtime/outcome"
+	"github.com/unitlet/unitlet/runtime/terminal"
 )
 
 // serveRun runs the command in the active generation's environment and
@@ -50,8 +51,14 @@ func (s *Server) serveRun(w http.ResponseWriter, r *http.Request, ns, name strin
 	}
 	runName := newRunName()
 	var stdin io.Reader
-	if req.Stdin {
+	var resize <-chan terminal.Size
+	switch {
+	case req.TTY:
+		stdin, resize = terminalInput(r, body, req.Stdin)
+	case req.Stdin:
 		stdin = body
+	}
+	if req.Stdin || req.TTY {
 		// HTTP/1.1 reads the rest of the body while the answer goes out
 		// only when asked; HTTP/2 always does.
 		_ = http.NewResponseController(w).EnableFullDuplex()
@@ -63,6 +70,7 @@ func (s *Server) serveRun(w http.ResponseWriter, r *http.Request, ns, name strin
 	res := s.Node.Run(r.Context(), node.RunRequest{
 		InstanceRef: node.InstanceRef{Namespace: ns, Name: name}, Name: runName, Generation: gen,
 		Argv: req.Command, Grace: s.Grace, Stdin: stdin,
+		TTY: req.TTY, Size: terminalSize(req.Size), Resize: resize,
 		// A run is a new start: as a named user, only while granted.
 		Grant: func(user string) (identity.Grant, error) {
 			return controllers.ReadGrant(r.Context(), s.Client, ns, user, s.NodeName)
@@ -84,6 +92,40 @@ func (s *Server) serveRun(w http.ResponseWriter, r *http.Request, ns, name strin
 	}
 	b, _ := json.Marshal(end.exit)
 	_ = fw.frame(agentapi.FrameExit, b)
+}
+
+// terminalInput splits a TTY run's request frames into what is typed
+// (nil without stdin: the command's terminal gets no input) and resizes,
+// read until the body ends or the request does.
+func terminalInput(r *http.Request, body io.Reader, withStdin bool) (io.Reader, <-chan terminal.Size) {
+	resize := make(chan terminal.Size)
+	pr, pw := io.Pipe()
+	var typed io.Writer = pw
+	if !withStdin {
+		typed = io.Discard
+	}
+	go func() {
+		err := agentapi.ReadTerminalInput(body, typed, func(s agentapi.TerminalSize) {
+			select {
+			case resize <- terminalSize(&s):
+			case <-r.Context().Done():
+			}
+		})
+		pw.CloseWithError(err) // nil: stdin's end
+		close(resize)
+	}()
+	if !withStdin {
+		return nil, resize
+	}
+	return pr, resize
+}
+
+// terminalSize is the node's terminal.Size of a request's (nil: 0x0).
+func terminalSize(s *agentapi.TerminalSize) terminal.Size {
+	if s == nil {
+		return terminal.Size{}
+	}
+	return terminal.Size{Rows: s.Height, Cols: s.Width}
 }
 
 // runOutcome is what a finished run reports, records and counts.

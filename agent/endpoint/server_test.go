@@ -106,6 +106,8 @@ func startServer(t *testing.T, ca *issuer, n Node) (v1.AgentEndpoint, client.Cli
 			Data: map[string]string{"ca.crt": ca.pem()}},
 		&v1.Instance{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "here"}, Spec: v1.InstanceSpec{NodeName: testNode}},
 		&v1.Instance{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "there"}, Spec: v1.InstanceSpec{NodeName: "node-b"}},
+		&v1.Instance{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "active"}, Spec: v1.InstanceSpec{NodeName: testNode},
+			Status: v1.InstanceStatus{ActiveGeneration: 1}},
 	).Build()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -98,7 +98,7 @@ func (a *testAgent) serveLog(w http.ResponseWriter, r *http.Request) {
 }
 
 // serveRun: "greet" writes to both streams and exits 3; "cat" echoes its
-// stdin and exits 0.
+// stdin and exits 0; "tty" is serveTerminal.
 func (a *testAgent) serveRun(w http.ResponseWriter, r *http.Request) {
 	body := bufio.NewReader(r.Body)
 	req, err := agentapi.ReadRunRequest(body)
@@ -118,10 +118,46 @@ func (a *testAgent) serveRun(w http.ResponseWriter, r *http.Request) {
 	case "cat":
 		in, _ := io.ReadAll(body)
 		_ = agentapi.WriteFrame(w, agentapi.FrameStdout, in)
+	case "tty":
+		if exit.ExitCode = serveTerminal(w, r, body, req); exit.ExitCode < 0 {
+			return
+		}
 	default:
 		_ = agentapi.WriteFrame(w, agentapi.FrameError, []byte("no such command"))
 		return
 	}
 	b, _ := json.Marshal(exit)
 	_ = agentapi.WriteFrame(w, agentapi.FrameExit, b)
+}
+
+// serveTerminal, for a TTY run, says its first size, then the first
+// resize it gets, and exits 4 (-1: no terminal asked for, or the caller
+// went away first).
+func serveTerminal(w http.ResponseWriter, r *http.Request, body io.Reader, req agentapi.RunRequest) int {
+	rc := http.NewResponseController(w)
+	say := func(format string, a ...any) {
+		_ = agentapi.WriteFrame(w, agentapi.FrameStdout, []byte(fmt.Sprintf(format, a...)))
+		_ = rc.Flush()
+	}
+	if !req.TTY || req.Size == nil {
+		_ = agentapi.WriteFrame(w, agentapi.FrameError, []byte(fmt.Sprintf("no terminal, or no size: %+v", req)))
+		return -1
+	}
+	say("size %dx%d\r\n", req.Size.Width, req.Size.Height)
+	resized := make(chan agentapi.TerminalSize, 1)
+	go func() {
+		_ = agentapi.ReadTerminalInput(body, io.Discard, func(s agentapi.TerminalSize) {
+			select {
+			case resized <- s:
+			default:
+			}
+		})
+	}()
+	select {
+	case s := <-resized:
+		say("resized %dx%d\r\n", s.Width, s.Height)
+		return 4
+	case <-r.Context().Done():
+		return -1
+	}
 }

@@ -47,7 +47,7 @@ func (s *Server) serveRun(w http.ResponseWriter, r *http.Request) {
 		writeStatus(w, err)
 		return
 	}
-	s.Log.Info("run", "namespace", ns, "name", name, "user", u.GetName(), "node", agent.node, "command", cmd, "stdin", opts.Stdin)
+	s.Log.Info("run", "namespace", ns, "name", name, "user", u.GetName(), "node", agent.node, "command", cmd, "stdin", opts.Stdin, "tty", opts.TTY)
 	ex := &runExecutor{agent: agent, namespace: ns, name: name, user: u.GetName()}
 	if wsstream.IsWebSocketRequest(r) {
 		s.serveWebSocketExec(w, r, ex, cmd, opts)
@@ -73,9 +73,9 @@ func execOptions(v url.Values) (*remotecommand.Options, []string, error) {
 		*dst = b
 	}
 	if o.TTY {
-		// agentapi.RunRequest has no terminal yet: a command without one
-		// would look like a terminal session and act unlike one.
-		return nil, nil, errors.New("tty=true: the agent runs commands without a terminal so far; run without -t")
+		// A terminal is one stream: its stderr is its stdout (as the
+		// kubelet does, stderr is then not asked of the client).
+		o.Stderr = false
 	}
 	if !o.Stdin && !o.Stdout && !o.Stderr {
 		return nil, nil, errors.New("at least one of stdin, stdout or stderr must be true")
@@ -92,14 +92,21 @@ type runExecutor struct {
 }
 
 // ExecInContainer posts the run to the agent (stdin streamed after the
-// request line) and turns its frames into the streams and the exit
-// code; a non-zero exit is the utilexec.ExitError ServeExec reports as
-// "command terminated with exit code N".
+// request line; with a TTY, stdin and resizes as frames) and turns its
+// frames into the streams and the exit code; a non-zero exit is the
+// utilexec.ExitError ServeExec reports as "command terminated with exit
+// code N".
 func (e *runExecutor) ExecInContainer(ctx context.Context, _, _, _ string, cmd []string, in io.Reader, out, errOut io.WriteCloser,
-	_ bool, _ <-chan remotecommand.TerminalSize, _ time.Duration) error {
-	var body io.Reader = bytes.NewReader(agentapi.WriteRunRequest(agentapi.RunRequest{Command: cmd, Stdin: in != nil, RequestedBy: e.user}))
-	if in != nil {
-		body = io.MultiReader(body, in)
+	tty bool, resize <-chan remotecommand.TerminalSize, _ time.Duration) error {
+	req := agentapi.RunRequest{Command: cmd, Stdin: in != nil, TTY: tty, RequestedBy: e.user}
+	var body io.Reader
+	switch {
+	case tty:
+		body = terminalBody(ctx, req, in, resize)
+	case in != nil:
+		body = io.MultiReader(bytes.NewReader(agentapi.WriteRunRequest(req)), in)
+	default:
+		body = bytes.NewReader(agentapi.WriteRunRequest(req))
 	}
 	resp, err := e.agent.do(ctx, http.MethodPost, agentapi.RunPath(e.namespace, e.name), "", body, subRun, e.name)
 	if err != nil {

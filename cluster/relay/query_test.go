@@ -57,10 +57,12 @@ func TestExecOptions(t *testing.T) {
 	}{
 		"kubectl's query": {query: "command=sh&command=-c&command=echo+hi&stdin=true&stdout=true&stderr=true&tty=false",
 			wantOpts: &remotecommand.Options{Stdin: true, Stdout: true, Stderr: true}, wantCmd: []string{"sh", "-c", "echo hi"}},
-		"1 as true":      {query: "command=true&stdout=1", wantOpts: &remotecommand.Options{Stdout: true}, wantCmd: []string{"true"}},
-		"no command":     {query: "stdout=true", wantErr: true},
-		"no stream":      {query: "command=true", wantErr: true},
-		"a terminal":     {query: "command=sh&stdin=true&stdout=true&tty=true", wantErr: true},
+		"1 as true":  {query: "command=true&stdout=1", wantOpts: &remotecommand.Options{Stdout: true}, wantCmd: []string{"true"}},
+		"no command": {query: "stdout=true", wantErr: true},
+		"no stream":  {query: "command=true", wantErr: true},
+		"a terminal": {query: "command=sh&stdin=true&stdout=true&tty=true", wantOpts: &remotecommand.Options{Stdin: true, Stdout: true, TTY: true}, wantCmd: []string{"sh"}},
+		"a terminal's stderr is its stdout": {query: "command=sh&stdout=true&stderr=true&tty=true",
+			wantOpts: &remotecommand.Options{Stdout: true, TTY: true}, wantCmd: []string{"sh"}},
 		"a bad boolean":  {query: "command=true&stdout=yes", wantErr: true},
 		"an empty argv0": {query: "command=&stdout=true", wantErr: true},
 	}

@@ -40,7 +40,7 @@ func (s *Server) serveWebSocketExec(w http.ResponseWriter, r *http.Request, ex *
 	channels[chanStdout] = pick(opts.Stdout, wsstream.WriteChannel)
 	channels[chanStderr] = pick(opts.Stderr, wsstream.WriteChannel)
 	channels[chanError] = wsstream.WriteChannel
-	channels[chanResize] = wsstream.IgnoreChannel
+	channels[chanResize] = pick(opts.TTY, wsstream.ReadChannel)
 	protocols := map[string]wsstream.ChannelProtocolConfig{}
 	for _, p := range webSocketProtocols {
 		protocols[p] = wsstream.ChannelProtocolConfig{Binary: true, Channels: channels}
@@ -73,7 +73,11 @@ func (s *Server) serveWebSocketExec(w http.ResponseWriter, r *http.Request, ex *
 	if opts.Stderr {
 		errOut = streams[chanStderr]
 	}
-	runErr := ex.ExecInContainer(r.Context(), "", "", "", cmd, in, out, errOut, false, nil, 0)
+	var resize <-chan remotecommand.TerminalSize
+	if opts.TTY {
+		resize = webSocketResizes(r.Context(), streams[chanResize])
+	}
+	runErr := ex.ExecInContainer(r.Context(), "", "", "", cmd, in, out, errOut, opts.TTY, resize, 0)
 	b, _ := json.Marshal(execStatus(runErr))
 	_, _ = streams[chanError].Write(b)
 }

@@ -131,12 +131,18 @@ func ParseLogQuery(v url.Values) (LogQuery, error) {
 // RunRequest starts the body of a run: one line of JSON. With Stdin,
 // the rest of the body is the command's stdin, streamed while it runs
 // (the request and the response go at once); without, its stdin is
-// empty.
+// empty. With TTY the rest of the body is frames instead (stdin and
+// resizes: ReadTerminalInput), and the command's terminal output comes
+// back as stdout frames alone.
 type RunRequest struct {
 	// Command is argv; its first word is looked up as the app's own
 	// command is (an absolute path, or relative to the working dir).
 	Command []string `json:"command"`
 	Stdin   bool     `json:"stdin,omitempty"`
+	// TTY runs the command on a terminal of its own, Size its first
+	// size (zero: the terminal's default, 0x0, until a resize).
+	TTY  bool          `json:"tty,omitempty"`
+	Size *TerminalSize `json:"size,omitempty"`
 	// RequestedBy is the user the relay authenticated and authorized,
 	// for the run's Event: the agent sees only the relay, and records
 	// whom it vouched for (it decides nothing on it).
@@ -182,7 +188,8 @@ type RunExit struct {
 	Message string `json:"message,omitempty"`
 }
 
-// A run's response is a sequence of frames: a kind byte, a 4-byte
+// A run's response (and a TTY run's request, after its first line) is a
+// sequence of frames: a kind byte, a 4-byte
 // big-endian length, that many bytes. Exit (JSON RunExit) or Error (a
 // message) is always last.
 type FrameKind byte
@@ -192,6 +199,9 @@ const (
 	FrameStderr FrameKind = 2
 	FrameExit   FrameKind = 3
 	FrameError  FrameKind = 4
+	// Upstream, in a TTY run's request body (terminal.go).
+	FrameStdin  FrameKind = 5
+	FrameResize FrameKind = 6
 )
 
 // MaxFrame bounds one frame: a writer cuts longer output into several.

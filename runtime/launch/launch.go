@@ -48,6 +48,15 @@ type File struct {
 	// user namespace of its own whose 0 is this uid and gid on the node:
 	// a granted root that is nobody to the node.
 	UserNamespace *IDMap `json:"userNamespace,omitempty"`
+	// Terminal, when set, runs argv on a terminal of its own made in the
+	// sandbox, whose other end the trampoline hands to the agent at
+	// Socket (a run's, for `run -t`).
+	Terminal *Terminal `json:"terminal,omitempty"`
+}
+
+// Terminal is where a run's terminal is handed to the agent.
+type Terminal struct {
+	Socket string `json:"socket"`
 }
 
 // IDMap is the node's uid and gid that a user namespace's 0 maps to.
@@ -110,6 +119,9 @@ func (f File) Validate() error {
 	}
 	if l := f.Listen; l != nil && (!filepath.IsAbs(l.Handoff) || l.Key == "" || strings.ContainsAny(l.Key, "\n\x00")) {
 		return bad("listen: hand-off %q must be absolute and key %q one line", l.Handoff, l.Key)
+	}
+	if t := f.Terminal; t != nil && (!filepath.IsAbs(t.Socket) || strings.IndexByte(t.Socket, 0) >= 0) {
+		return bad("terminal: socket %q is not absolute", t.Socket)
 	}
 	if m := f.UserNamespace; m != nil && (m.UID <= 0 || m.GID <= 0 || f.Identity.UID != 0 || f.Identity.GID != 0) {
 		return bad("userNamespace maps uid 0 to %d:%d: both must be above 0 and the identity root", m.UID, m.GID)

@@ -14,7 +14,8 @@ import (
 
 func valid() File {
 	return File{Schema: Schema, Host: "shop.example.com", Argv: []string{"/bin/app", "--x"}, Env: []string{"A=1", "B="}, WorkingDir: "/srv",
-		Identity: Identity{UID: 1000, GID: 1000, Groups: []int{1000, 44}, User: "app"}, Writable: []string{"/var/lib/unitlet/instances/ns/web"}}
+		Identity: Identity{UID: 1000, GID: 1000, Groups: []int{1000, 44}, User: "app"}, Writable: []string{"/var/lib/unitlet/instances/ns/web"},
+		Terminal: &Terminal{Socket: "/run/unitlet/ns/web/logs/cmd.run-1.tty.sock"}}
 }
 
 func TestRoundTrip(t *testing.T) {
@@ -57,6 +58,7 @@ func TestDecodeRefuses(t *testing.T) {
 		"relative writable": `{"schema":"` + Schema + `","argv":["/bin/true"],"writable":["data"]}`,
 		"writable root":     `{"schema":"` + Schema + `","argv":["/bin/true"],"writable":["/"]}`,
 		"unclean writable":  `{"schema":"` + Schema + `","argv":["/bin/true"],"writable":["/var/../etc"]}`,
+		"relative terminal": `{"schema":"` + Schema + `","argv":["/bin/true"],"terminal":{"socket":"tty.sock"}}`,
 		"not json":          `argv=/bin/true`,
 		"array":             `[]`,
 	}

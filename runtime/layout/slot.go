@@ -194,6 +194,16 @@ func (p Slot) InSocket() string {
 	return filepath.Join(p.inst.LogDir(), "cmd."+p.name+".in.sock")
 }
 
+// TerminalSocket is where a TTY run's trampoline hands the agent its
+// terminal (cmd.<name>.tty.sock in LogDir, as long as ErrLogSocket's
+// name); "" for the other roles, which have no terminal.
+func (p Slot) TerminalSocket() string {
+	if p.role != RoleCommand {
+		return ""
+	}
+	return filepath.Join(p.inst.LogDir(), "cmd."+p.name+".tty.sock")
+}
+
 // UnitPrefix starts every systemd unit and slice name unitlet creates.
 const UnitPrefix = "unitlet"
 

@@ -16,16 +16,16 @@ func TestProcNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	type names struct{ Launch, Exit, Log, ErrLog, Unit string }
+	type names struct{ Launch, Exit, Log, ErrLog, Terminal, Unit string }
 	tests := map[string]struct {
 		role Role
 		gen  int64
 		name string
 		want names
 	}{
-		"generation": {RoleApp, 12, "", names{"launch.gen.12.json", "exit.gen.12.", "/r/a-b/c/logs/g12.sock", "", `unitlet-a\x2db-c-g12.service`}},
-		"seed":       {RoleSeed, 0, "", names{"launch.seed.json", "exit.seed.", "/r/a-b/c/logs/seed.sock", "", `unitlet-a\x2db-c-seed.service`}},
-		"cmd":        {RoleCommand, 0, "run-1a", names{"launch.cmd.run-1a.json", "exit.cmd.run-1a.", "/r/a-b/c/logs/cmd.run-1a.out.sock", "/r/a-b/c/logs/cmd.run-1a.err.sock", `unitlet-a\x2db-c-cmd-run\x2d1a.service`}},
+		"generation": {RoleApp, 12, "", names{"launch.gen.12.json", "exit.gen.12.", "/r/a-b/c/logs/g12.sock", "", "", `unitlet-a\x2db-c-g12.service`}},
+		"seed":       {RoleSeed, 0, "", names{"launch.seed.json", "exit.seed.", "/r/a-b/c/logs/seed.sock", "", "", `unitlet-a\x2db-c-seed.service`}},
+		"cmd":        {RoleCommand, 0, "run-1a", names{"launch.cmd.run-1a.json", "exit.cmd.run-1a.", "/r/a-b/c/logs/cmd.run-1a.out.sock", "/r/a-b/c/logs/cmd.run-1a.err.sock", "/r/a-b/c/logs/cmd.run-1a.tty.sock", `unitlet-a\x2db-c-cmd-run\x2d1a.service`}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -33,7 +33,7 @@ func TestProcNames(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := names{p.LaunchFile(), p.ExitPrefix(), p.LogSocket(), p.ErrLogSocket(), p.UnitName()}
+			got := names{p.LaunchFile(), p.ExitPrefix(), p.LogSocket(), p.ErrLogSocket(), p.TerminalSocket(), p.UnitName()}
 			if d := cmp.Diff(tc.want, got); d != "" {
 				t.Errorf("(-want,+got):\n%s", d)
 			}

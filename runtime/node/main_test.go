@@ -33,6 +33,8 @@ func TestMain(m *testing.M) {
 			os.Exit(shim.Main(os.Args[2:]))
 		case "exec":
 			os.Exit(trampoline.Main(os.Args[2:], os.Stderr))
+		case trampoline.InnerFlag: // a granted root's app, in its user namespace
+			os.Exit(trampoline.Main(os.Args[1:], os.Stderr))
 		case "app":
 			os.Exit(appMain())
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/unitlet/unitlet/runtime/identity"
@@ -13,6 +14,7 @@ import (
 	"github.com/unitlet/unitlet/runtime/logs"
 	"github.com/unitlet/unitlet/runtime/outcome"
 	"github.com/unitlet/unitlet/runtime/prepare"
+	"github.com/unitlet/unitlet/runtime/terminal"
 	"github.com/unitlet/unitlet/runtime/units"
 )
 
@@ -29,6 +31,13 @@ type RunRequest struct {
 	Stdout, Stderr io.Writer
 	// Stdin is what the command reads (nil: nothing, an immediate EOF).
 	Stdin io.Reader
+	// TTY runs the command on a terminal of its own, made in its sandbox
+	// (runtime/terminal): Stdin is typed on it, its output (stdout and
+	// stderr as one) goes to Stdout. Size is its first size, Resize
+	// brings later ones until it closes.
+	TTY    bool
+	Size   terminal.Size
+	Resize <-chan terminal.Size
 	// Grace is the stop's SIGTERM-to-kill time when ctx ends first.
 	Grace time.Duration
 	// Grant reads the administrator's word on a named user now: a run is
@@ -130,12 +139,14 @@ func (n *Node) startRun(ctx context.Context, ref Ref, req RunRequest) (res RunRe
 	if err != nil {
 		return notStarted(&PrepareError{Err: err})
 	}
-	stdin, out, errs, err := listenStreams(p, req)
+	closeStreams, err = listenStreams(p, req)
 	if err != nil {
 		pr.Close()
 		return notStarted(&PrepareError{Err: err})
 	}
-	closeStreams = func() error { return errors.Join(stdin.Close(), out.Close(), errs.Close()) }
+	if req.TTY {
+		pr.Terminal = &launch.Terminal{Socket: p.TerminalSocket()}
+	}
 	if err := pr.WriteLaunch(lf.Host, req.Argv, lf.WorkingDir); err != nil {
 		closeStreams()
 		pr.Close()
@@ -196,26 +207,69 @@ func (n *Node) prepareRun(ctx context.Context, ref Ref, p layout.Slot, req RunRe
 	return pr, lf, nil
 }
 
-// listenStreams binds the run's stdin, stdout and stderr sockets afresh.
-func listenStreams(p layout.Slot, req RunRequest) (in *logs.Feed, out, errs *logs.Stream, err error) {
-	for _, path := range []string{p.InSocket(), p.LogSocket(), p.ErrLogSocket()} {
+// listenStreams binds the run's stdin, stdout and stderr sockets afresh,
+// and with a TTY its terminal socket; closeAll waits for the output and
+// lets go of them. With a TTY the three streams carry only what fails
+// before the terminal is made (the trampoline's own word), to the same
+// writer as the terminal's output.
+func listenStreams(p layout.Slot, req RunRequest) (closeAll func() error, err error) {
+	for _, path := range []string{p.InSocket(), p.LogSocket(), p.ErrLogSocket(), p.TerminalSocket()} {
 		if err := removeFile(path); err != nil {
-			return nil, nil, nil, fmt.Errorf("node: stale run socket: %w", err)
+			return nil, fmt.Errorf("node: stale run socket: %w", err)
 		}
 	}
-	if in, err = logs.ListenFeed(p.InSocket(), req.Stdin); err != nil {
-		return nil, nil, nil, fmt.Errorf("node: stdin socket of %s: %w", p.UnitName(), err)
+	stdin, stdout, stderr := req.Stdin, req.Stdout, req.Stderr
+	if req.TTY {
+		stdin, stdout = nil, &lockedWriter{w: req.Stdout}
+		stderr = stdout
 	}
-	if out, err = logs.ListenStream(p.LogSocket(), req.Stdout); err != nil {
-		in.Close()
-		return nil, nil, nil, fmt.Errorf("node: stdout socket of %s: %w", p.UnitName(), err)
+	var closers []func() error
+	closeAll = func() error {
+		var errs []error
+		for _, c := range closers {
+			errs = append(errs, c())
+		}
+		return errors.Join(errs...)
 	}
-	if errs, err = logs.ListenStream(p.ErrLogSocket(), req.Stderr); err != nil {
-		in.Close()
-		out.Close()
-		return nil, nil, nil, fmt.Errorf("node: stderr socket of %s: %w", p.UnitName(), err)
+	bind := func(what, path string, listen func(string) (closer, error)) error {
+		c, err := listen(path)
+		if err != nil {
+			_ = closeAll()
+			return fmt.Errorf("node: %s socket of %s: %w", what, p.UnitName(), err)
+		}
+		closers = append(closers, c.Close)
+		return nil
 	}
-	return in, out, errs, nil
+	if err := bind("stdin", p.InSocket(), func(s string) (closer, error) { return logs.ListenFeed(s, stdin) }); err != nil {
+		return nil, err
+	}
+	if err := bind("stdout", p.LogSocket(), func(s string) (closer, error) { return logs.ListenStream(s, stdout) }); err != nil {
+		return nil, err
+	}
+	if err := bind("stderr", p.ErrLogSocket(), func(s string) (closer, error) { return logs.ListenStream(s, stderr) }); err != nil {
+		return nil, err
+	}
+	if req.TTY {
+		cfg := terminal.Config{Out: stdout, In: req.Stdin, Size: req.Size, Resize: req.Resize}
+		if err := bind("terminal", p.TerminalSocket(), func(s string) (closer, error) { return terminal.Listen(s, cfg) }); err != nil {
+			return nil, err
+		}
+	}
+	return closeAll, nil
+}
+
+type closer interface{ Close() error }
+
+// lockedWriter is one writer shared by a TTY run's streams.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // waitEmpty reports true once the run's cgroup is empty, false when ctx

@@ -79,6 +79,9 @@ type Result struct {
 	// Listen, set by the caller before WriteLaunch, is where an activated
 	// generation fetches its listening socket.
 	Listen *launch.Listen
+	// Terminal, set by the caller before WriteLaunch, is a TTY run's
+	// terminal hand-off.
+	Terminal *launch.Terminal
 
 	identity    launch.Identity
 	networkDeny []string
@@ -114,7 +117,7 @@ func (r *Result) WriteLaunch(host string, argv []string, workingDir string) erro
 	inst := r.Slot.Instance()
 	f := launch.File{Schema: launch.Schema, Host: host, Argv: expanded, Env: r.EnvList(), WorkingDir: workingDir,
 		Identity: r.identity, Writable: []string{inst.DataDir(), inst.RunDir()}, Listen: r.Listen,
-		NetworkDeny: r.networkDeny}
+		NetworkDeny: r.networkDeny, Terminal: r.Terminal}
 	if r.userns {
 		f.Identity = launch.Identity{User: r.identity.User}
 		f.UserNamespace = &launch.IDMap{UID: r.identity.UID, GID: r.identity.GID}

@@ -22,6 +22,7 @@ import (
 	"github.com/unitlet/unitlet/runtime/launch"
 	"github.com/unitlet/unitlet/runtime/logs"
 	"github.com/unitlet/unitlet/runtime/netguard"
+	"github.com/unitlet/unitlet/runtime/terminal"
 )
 
 // Exit codes, as a shell would report them for the same failures.
@@ -78,6 +79,10 @@ func Main(args []string, stderr io.Writer) int {
 	if err := wire(*inSocket, *logSocket, *logFIFO, *errSocket); err != nil {
 		return fail(ExitSetup, "%v", err)
 	}
+	term, err := dialTerminal(lf)
+	if err != nil {
+		return fail(ExitSetup, "%v", err)
+	}
 	env, listener := lf.Env, -1
 	if lf.Listen != nil {
 		if env, listener, err = fetchListener(lf); err != nil {
@@ -95,6 +100,9 @@ func Main(args []string, stderr io.Writer) int {
 	if err := sandbox(lf.Writable); err != nil {
 		return fail(ExitSetup, "sandbox: %v", err)
 	}
+	if err := makeTerminal(term, lf); err != nil {
+		return fail(ExitSetup, "%v", err)
+	}
 	if lf.UserNamespace != nil {
 		code, err := superviseInUserNS(lf, env, listener, rec)
 		if err != nil {
@@ -108,6 +116,11 @@ func Main(args []string, stderr io.Writer) int {
 	if lf.WorkingDir != "" {
 		if err := unix.Chdir(lf.WorkingDir); err != nil {
 			return fail(ExitSetup, "working dir %s: %v", lf.WorkingDir, err)
+		}
+	}
+	if lf.Terminal != nil {
+		if err := terminal.TakeControl(0); err != nil {
+			return fail(ExitSetup, "terminal: %v", err)
 		}
 	}
 	// The app gets 0-2 (and its socket at 3): nothing the trampoline

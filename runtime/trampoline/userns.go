@@ -52,6 +52,9 @@ func superviseInUserNS(lf launch.File, env []string, listener int, rec *execReco
 		GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: m.GID, Size: 1}},
 		Credential:  &syscall.Credential{Uid: 0, Gid: 0, NoSetGroups: true},
 		Pdeathsig:   syscall.SIGKILL,
+		// The app's terminal (fd 0) is its own, in a session of its own;
+		// the supervisor never takes it.
+		Setsid: lf.Terminal != nil, Setctty: lf.Terminal != nil, Ctty: 0,
 	}
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs)

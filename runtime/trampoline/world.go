@@ -116,16 +116,22 @@ func privateDev() error {
 			return err
 		}
 	}
-	subs := []struct{ dir, fs, opts string }{
-		{"/dev/shm", "tmpfs", "mode=1777"},
-		{"/dev/mqueue", "mqueue", ""},
-		{"/dev/pts", "devpts", "newinstance,ptmxmode=0666,mode=620"},
+	// devpts holds nothing but terminals, which must open: it alone is
+	// not nodev (as systemd's PrivateDevices mounts it).
+	nodev := uintptr(unix.MS_NODEV)
+	subs := []struct {
+		dir, fs, opts string
+		flags         uintptr
+	}{
+		{"/dev/shm", "tmpfs", "mode=1777", nodev},
+		{"/dev/mqueue", "mqueue", "", nodev},
+		{"/dev/pts", "devpts", "newinstance,ptmxmode=0666,mode=620", 0},
 	}
 	for _, s := range subs {
 		if err := os.Mkdir(s.dir, 0o755); err != nil {
 			return err
 		}
-		if err := unix.Mount(s.fs, s.dir, s.fs, unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, s.opts); err != nil {
+		if err := unix.Mount(s.fs, s.dir, s.fs, unix.MS_NOSUID|unix.MS_NOEXEC|s.flags, s.opts); err != nil {
 			return fmt.Errorf("mount %s: %w", s.dir, err)
 		}
 	}

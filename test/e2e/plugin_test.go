@@ -103,6 +103,21 @@ func TestPluginLogsAndRun(t *testing.T) {
 		t.Errorf("the console: exit %d, stdout %q, stderr %q", code, console.Stdout(), console.Stderr())
 	}
 
+	// -it: the command's own terminal (the sandbox's first), of the
+	// user's size, resized with the user's, its exit code back.
+	tty, term := testutil.StartPluginOnTerminal(t, alice, 80, 24, "run", "-it", inst.Name, "--", "/bin/sh", "-c",
+		`trap 'stty size; exit 6' WINCH; tty; stty size; echo ready; while :; do sleep 0.1; done`)
+	testutil.Eventually(t, "the command on its terminal", 30*time.Second, pollEvery, func() (bool, string) {
+		return strings.Contains(term.Output(), "ready"), term.Output()
+	})
+	if out := term.Output(); !strings.Contains(out, "/dev/pts/0\r\n24 80\r\n") {
+		t.Errorf("run -it: the command's terminal and size %q, want /dev/pts/0 of 24 rows, 80 columns", out)
+	}
+	term.Resize(t, 132, 50)
+	if code := tty.Wait(); code != 6 || !strings.Contains(term.Output(), "50 132\r\n") {
+		t.Errorf("run -it resized: exit %d (want 6), terminal %q (want the new size)", code, term.Output())
+	}
+
 	// Two at once, each its own: the second starts and ends while the
 	// first still runs, each with its own exit code.
 	marker := "unitlet-plugin-" + runID

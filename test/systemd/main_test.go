@@ -68,6 +68,9 @@ var (
 	// unitExe is the unitlet binary the units run (a copy the namespace
 	// sees).
 	unitExe string
+	// rt is the node runtime the reconcilers drive, for what the agent's
+	// endpoint asks of it directly (a run).
+	rt *node.Node
 )
 
 func TestMain(m *testing.M) {
@@ -126,7 +129,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	log := stderrLogger()
-	rt, err := newRuntime(log)
+	rt, err = newRuntime(log)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
