@@ -25,6 +25,11 @@ func main() {
 		os.Exit(shim.Main(args))
 	case "exec":
 		os.Exit(trampoline.Main(args, os.Stderr))
+	case trampoline.InnerFlag:
+		// The trampoline's child in a granted root's user namespace: it
+		// re-executes /proc/self/exe, which is this binary when the
+		// trampoline ran as it.
+		os.Exit(trampoline.Main(append([]string{trampoline.InnerFlag}, args...), os.Stderr))
 	default:
 		fmt.Fprintf(os.Stderr, "unitlet-shim: unknown role %q (want shim or exec)\n", os.Args[1])
 		os.Exit(2)
