@@ -17,7 +17,8 @@ import (
 // VM's network, as on a laptop: every request goes to the API server,
 // which hands it to the relay in the VM (routeRelay), which reaches the
 // DaemonSet's agent over mutual TLS. A user bound to view reads logs and
-// is refused runs; one bound to edit runs. The users' tokens never leave
+// is refused runs; one bound to edit runs, with stdin, and on a terminal
+// that follows its resize. The users' tokens never leave
 // this machine and the API server.
 func pluginLogsAndRun(t *testing.T) {
 	ctx := context.Background()
@@ -48,6 +49,20 @@ func pluginLogsAndRun(t *testing.T) {
 	stdin.Close()
 	if code := run.Wait(); code != 0 || strings.TrimSpace(run.Stdout()) != "2" {
 		t.Errorf("the editor's exec -i: exit %d, %q (stderr %q), want 2 lines counted", code, run.Stdout(), run.Stderr())
+	}
+	// -it: a terminal of the command's own (made in its sandbox by the
+	// unit's trampoline), of the user's size, resized with the user's.
+	tty, term := testutil.StartPluginOnTerminal(t, editor, 80, 24, "run", "-it", "ticker", "--", "/bin/sh", "-c",
+		`trap 'stty size; exit 6' WINCH; tty; stty size; echo ready; while :; do sleep 0.1; done`)
+	eventually(t, "the command on its terminal", time.Minute, func() (bool, string) {
+		return strings.Contains(term.Output(), "ready"), term.Output()
+	})
+	if out := term.Output(); !strings.Contains(out, "/dev/pts/0\r\n24 80\r\n") {
+		t.Errorf("run -it: the command's terminal and size %q, want /dev/pts/0 of 24 rows, 80 columns", out)
+	}
+	term.Resize(t, 132, 50)
+	if code := tty.Wait(); code != 6 || !strings.Contains(term.Output(), "50 132\r\n") {
+		t.Errorf("run -it resized: exit %d (want 6), terminal %q (want the new size)", code, term.Output())
 	}
 	if p := testutil.Plugin(t, viewer, "run", "ticker", "--", "/bin/true"); p.Code() == 0 || !strings.Contains(p.Stderr(), "403") {
 		t.Errorf("the viewer's run: exit %d, stderr %q; want a 403", p.Code(), p.Stderr())
