@@ -55,8 +55,9 @@ var (
 
 // PluginUsers makes two real users of the API server as ServiceAccounts
 // of namespace ns and returns a token of each (TokenRequest API): viewer
-// bound to roles.View, editor to roles.Edit, each by a RoleBinding in ns
-// and nothing else. The API server and the relay, never an agent, judge
+// bound to roles.View, editor to roles.View and roles.Edit (the built-in
+// edit holds view's rules; unitlet-edit alone does not, only through the
+// aggregation), by RoleBindings in ns and nothing else. The API server and the relay, never an agent, judge
 // them. Everything is removed when t ends.
 func PluginUsers(t testing.TB, kubectl Kubectl, ns string, roles Roles, viewer, editor string) (viewerToken, editorToken string) {
 	t.Helper()
@@ -66,8 +67,9 @@ func PluginUsers(t testing.TB, kubectl Kubectl, ns string, roles Roles, viewer, 
 		kubectl(t, "-n", ns, "create", "serviceaccount", sa)
 		kubectl(t, "-n", ns, "create", "rolebinding", binding+sa, "--clusterrole="+role, "--serviceaccount="+ns+":"+sa)
 	}
+	kubectl(t, "-n", ns, "create", "rolebinding", binding+editor+"-view", "--clusterrole="+roles.View, "--serviceaccount="+ns+":"+editor)
 	t.Cleanup(func() {
-		kubectl(t, "-n", ns, "delete", "rolebinding", binding+viewer, binding+editor, "--ignore-not-found")
+		kubectl(t, "-n", ns, "delete", "rolebinding", binding+viewer, binding+editor, binding+editor+"-view", "--ignore-not-found")
 		kubectl(t, "-n", ns, "delete", "serviceaccount", viewer, editor, "--ignore-not-found")
 	})
 	token := func(sa string) string {
