@@ -20,8 +20,10 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/unitlet/unitlet/api/subresources"
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
 	"github.com/unitlet/unitlet/internal/agentapi"
 	"github.com/unitlet/unitlet/internal/relaytrust"
@@ -32,18 +34,37 @@ import (
 )
 
 // BenchmarkPluginThroughRelay times what a user waits for: the first
-// byte of `kubectl unitlet logs NAME` (and with `--tail 1`) and the whole of
-// `kubectl unitlet run NAME -- /bin/true`, the built plugin binary each
+// byte of `kubectl unitlet logs NAME` (and with `--tail 1`) and the whole
+// of `kubectl unitlet run NAME -- /bin/true`, the built plugin binary each
 // time, as a user with edit (a ServiceAccount token), through the API
-// server and the relay to one agent. Beside them, in the same run, the
-// raw primitives: `kubectl get --raw /readyz` (a process start and one
-// round trip to the same API server), and the agent's own log and run
-// asked directly over mutual TLS with the relay's client certificate,
-// as the relay asks (connection kept). p50 and p90 per operation
-// (docs/benchmarks.md):
+// server and the relay to one agent. Beside them, in the same run, what
+// the path is made of: the plugin's own start (`version`), `kubectl get
+// --raw /readyz`, the same /readyz and the relay's log asked in process
+// through the API server (connection kept: no process start), and the
+// agent's own log and run asked directly over mutual TLS with the relay's
+// client certificate, as the relay asks (connection kept). p50 and p90
+// per operation (docs/benchmarks.md):
 //
 //	go test -count=1 -run '^$' -bench PluginThroughRelay -benchtime 50x ./test/e2e/
 func BenchmarkPluginThroughRelay(b *testing.B) {
+	node, name, user, token := benchInstance(b)
+	cases := pluginCases(b, name, user, token)
+	api := apiClient(b, token)
+	logURL := env.Config.Host + "/apis/" + subresources.Group + "/" + subresources.Version +
+		"/namespaces/default/instances/" + name + "/log?tailLines=1"
+	cases["api-relay-logs-tail-1-first-byte"] = func() (time.Duration, error) { return getFirstByte(api, logURL) }
+	direct := directAgent(b, node)
+	cases["raw-agent-logs-tail-1-first-byte"] = func() (time.Duration, error) { return direct.logFirstByte(name) }
+	cases["raw-agent-run-true"] = func() (time.Duration, error) { return direct.runTrue(name) }
+	for _, name := range slices.Sorted(maps.Keys(cases)) {
+		b.Run(name, func(b *testing.B) { timeEach(b, cases[name]) })
+	}
+}
+
+// benchInstance starts one agent and the ticker app on it, and makes a
+// user with edit (and view); it returns the node, the Instance, the
+// user's kubeconfig and token once the plugin reads the app's lines.
+func benchInstance(b *testing.B) (node, name, user, token string) {
 	a := agentproc.New(b, "e2e-bench", runID, kubeconfig)
 	a.Args = []string{"--socket-group", proxyGroup}
 	b.Cleanup(func() { a.Stop(syscall.SIGTERM); a.Sweep(b) })
@@ -56,8 +77,8 @@ func BenchmarkPluginThroughRelay(b *testing.B) {
 	}
 	b.Cleanup(func() { kube.DeleteAndWait(b, inst.Name, time.Minute) })
 	kube.WaitServing(b, inst.Name, 1)
-	_, token := testutil.PluginUsers(b, kubectl, "default", testutil.UnitletRoles, "bench-view", "bench-edit")
-	user := filepath.Join(b.TempDir(), "bench-edit.kubeconfig")
+	_, token = testutil.PluginUsers(b, kubectl, "default", testutil.UnitletRoles, "bench-view", "bench-edit")
+	user = filepath.Join(b.TempDir(), "bench-edit.kubeconfig")
 	if err := os.WriteFile(user, testutil.Kubeconfig(b, env.Config.Host, env.Config.CAData, "default", "bench-edit", token), 0o600); err != nil {
 		b.Fatal(err)
 	}
@@ -65,28 +86,52 @@ func BenchmarkPluginThroughRelay(b *testing.B) {
 		out, err := as(user, testutil.PluginBinary(), "logs", inst.Name).CombinedOutput()
 		return err == nil && strings.Contains(string(out), "tick g1"), string(out)
 	})
-	direct := directAgent(b, a.Node)
+	return a.Node, inst.Name, user, token
+}
+
+// pluginCases are the operations both paths have: the plugin's logs and
+// run, its start alone, and the API server's /readyz by kubectl and in
+// process.
+func pluginCases(b *testing.B, name, user, token string) map[string]func() (time.Duration, error) {
 	plugin := testutil.PluginBinary()
 	kubectlBin := filepath.Join(testenv.RepoRoot(), "bin", "kubectl")
-	cases := map[string]func() (time.Duration, error){
-		"plugin-logs-first-byte": func() (time.Duration, error) {
-			return firstByte(as(user, plugin, "logs", inst.Name))
-		},
-		"plugin-logs-tail-1-first-byte": func() (time.Duration, error) {
-			return firstByte(as(user, plugin, "logs", inst.Name, "--tail", "1"))
-		},
-		"plugin-run-true": func() (time.Duration, error) {
-			return wall(as(user, plugin, "run", inst.Name, "--", "/bin/true"))
-		},
-		"raw-kubectl-readyz": func() (time.Duration, error) {
-			return wall(as(user, kubectlBin, "get", "--raw", "/readyz"))
-		},
-		"raw-agent-logs-first-byte": func() (time.Duration, error) { return direct.logFirstByte(inst.Name) },
-		"raw-agent-run-true":        func() (time.Duration, error) { return direct.runTrue(inst.Name) },
+	api := apiClient(b, token)
+	return map[string]func() (time.Duration, error){
+		"plugin-logs-first-byte":        func() (time.Duration, error) { return firstByte(as(user, plugin, "logs", name)) },
+		"plugin-logs-tail-1-first-byte": func() (time.Duration, error) { return firstByte(as(user, plugin, "logs", name, "--tail", "1")) },
+		"plugin-run-true":               func() (time.Duration, error) { return wall(as(user, plugin, "run", name, "--", "/bin/true")) },
+		"plugin-version":                func() (time.Duration, error) { return wall(as(user, plugin, "version")) },
+		"kubectl-get-raw-readyz":        func() (time.Duration, error) { return wall(as(user, kubectlBin, "get", "--raw", "/readyz")) },
+		"api-readyz-first-byte":         func() (time.Duration, error) { return getFirstByte(api, env.Config.Host+"/readyz") },
 	}
-	for _, name := range slices.Sorted(maps.Keys(cases)) {
-		b.Run(name, func(b *testing.B) { timeEach(b, cases[name]) })
+}
+
+// apiClient is an HTTP client of the API server with the user's token,
+// its connection kept between requests.
+func apiClient(b *testing.B, token string) *http.Client {
+	c, err := rest.HTTPClientFor(&rest.Config{Host: env.Config.Host, BearerToken: token,
+		TLSClientConfig: rest.TLSClientConfig{CAData: env.Config.CAData}})
+	if err != nil {
+		b.Fatal(err)
 	}
+	return c
+}
+
+// getFirstByte times a GET to its first byte of body; it wants 200.
+func getFirstByte(c *http.Client, url string) (time.Duration, error) {
+	start := time.Now()
+	resp, err := c.Get(url)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	one := make([]byte, 1)
+	if _, err := io.ReadFull(resp.Body, one); err != nil || resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("GET %s: %s, %v", url, resp.Status, err)
+	}
+	d := time.Since(start)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return d, nil
 }
 
 // as is a command run as the user of kubeconfig.
@@ -174,19 +219,7 @@ func directAgent(b *testing.B, node string) *agentDirect {
 }
 
 func (a *agentDirect) logFirstByte(name string) (time.Duration, error) {
-	start := time.Now()
-	resp, err := a.http.Get("https://" + a.addr + agentapi.LogPath("default", name) + "?" + agentapi.LogQuery{TailLines: 1}.Encode())
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	one := make([]byte, 1)
-	if _, err := io.ReadFull(resp.Body, one); err != nil || resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("agent log: %s, %v", resp.Status, err)
-	}
-	d := time.Since(start)
-	_, _ = io.Copy(io.Discard, resp.Body)
-	return d, nil
+	return getFirstByte(a.http, "https://"+a.addr+agentapi.LogPath("default", name)+"?"+agentapi.LogQuery{TailLines: 1}.Encode())
 }
 
 func (a *agentDirect) runTrue(name string) (time.Duration, error) {
