@@ -50,7 +50,7 @@ func BenchmarkPluginThroughRelay(b *testing.B) {
 	node, name, user, token := benchInstance(b)
 	cases := pluginCases(b, name, user, token)
 	api := apiClient(b, token)
-	logURL := env.Config.Host + "/apis/" + subresources.Group + "/" + subresources.Version +
+	logURL := apiHost() + "/apis/" + subresources.Group + "/" + subresources.Version +
 		"/namespaces/default/instances/" + name + "/log?tailLines=1"
 	cases["api-relay-logs-tail-1-first-byte"] = func() (time.Duration, error) { return getFirstByte(api, logURL) }
 	direct := directAgent(b, node)
@@ -102,7 +102,7 @@ func pluginCases(b *testing.B, name, user, token string) map[string]func() (time
 		"plugin-run-true":               func() (time.Duration, error) { return wall(as(user, plugin, "run", name, "--", "/bin/true")) },
 		"plugin-version":                func() (time.Duration, error) { return wall(as(user, plugin, "version")) },
 		"kubectl-get-raw-readyz":        func() (time.Duration, error) { return wall(as(user, kubectlBin, "get", "--raw", "/readyz")) },
-		"api-readyz-first-byte":         func() (time.Duration, error) { return getFirstByte(api, env.Config.Host+"/readyz") },
+		"api-readyz-first-byte":         func() (time.Duration, error) { return getFirstByte(api, apiHost()+"/readyz") },
 	}
 }
 
@@ -116,6 +116,10 @@ func apiClient(b *testing.B, token string) *http.Client {
 	}
 	return c
 }
+
+// apiHost is the API server's URL without the trailing slash envtest's
+// has.
+func apiHost() string { return strings.TrimSuffix(env.Config.Host, "/") }
 
 // getFirstByte times a GET to its first byte of body; it wants 200.
 func getFirstByte(c *http.Client, url string) (time.Duration, error) {
