@@ -1,7 +1,7 @@
-// Package agentapi is the wire between `kubectl unitlet` and a node's
-// agent: the paths and parameters of its two endpoints, the frames a run
-// streams back, and the name its serving certificate is for. Both sides
-// import it, so neither spells a path or a frame on its own.
+// Package agentapi is the wire between the relay and a node's agent: the
+// paths and parameters of the agent's two endpoints, the frames a run
+// streams each way, and the names the two sides' certificates are for.
+// Both sides import it, so neither spells a path or a frame on its own.
 package agentapi
 
 import (
@@ -25,7 +25,7 @@ const DefaultPort = 10260
 const RelayClientName = "unitlet-relay"
 
 // ServerName is the DNS name an agent's self-signed serving certificate
-// is issued for; the plugin verifies against that name and the CA the
+// is issued for; the relay verifies against that name and the CA the
 // agent published in its Enrollment, whatever address it dials.
 func ServerName(node string) string { return node + ".agent.unitlet.dev" }
 
