@@ -143,3 +143,25 @@ func TestStartNotSentWhenStopping(t *testing.T) {
 		t.Fatalf("the retry: %v (%v), want Running", got.Start.Kind, got.Start.Cause)
 	}
 }
+
+// TestObserveBeforeStartFailsRetried: the look at the slot before a start
+// failing (here: the agent stopping mid-look) hands nothing off: the
+// node's to retry, not a refusal.
+func TestObserveBeforeStartFailsRetried(t *testing.T) {
+	e := newFakeEnv(t)
+	req := e.request("looked", 1)
+	p, err := e.node.procOf(req.Ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.units.Inject(p, unitstest.Fault{Observe: errors.New("the bus did not answer")})
+	res := e.node.Start(context.Background(), req)
+	var retry *PrepareError
+	if res.Start.Kind != outcome.NotStarted || !errors.As(res.Start.Cause, &retry) {
+		t.Fatalf("start after a failed look: %v (%v), want NotStarted as a PrepareError (retried)", res.Start.Kind, res.Start.Cause)
+	}
+	e.units.Inject(p, unitstest.Fault{})
+	if got := e.node.Start(context.Background(), req); got.Start.Kind != outcome.Running {
+		t.Fatalf("the retry: %v (%v), want Running", got.Start.Kind, got.Start.Cause)
+	}
+}

@@ -44,8 +44,11 @@ func (n *Node) Start(ctx context.Context, req StartRequest) StartResult {
 
 	st, err := n.cfg.Backend.Observe(ctx, p)
 	if err != nil {
-		// Without a look at the slot, a start could run it twice.
-		return notStarted(fmt.Errorf("node: observe %s before start: %w", res.Unit, err))
+		// Without a look at the slot, a start could run it twice; but
+		// nothing was handed off, so it is the node's to retry (a bus
+		// that did not answer, an agent stopping), never the template's
+		// refusal: read as one, it aborted swaps in a DaemonSet rollout.
+		return notPrepared(fmt.Errorf("node: observe %s before start: %w", res.Unit, err))
 	}
 	n.mu.Lock()
 	_, held := in.slots[req.Ref]
