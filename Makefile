@@ -100,7 +100,7 @@ test: deps control-plane cluster-binaries build image node-vm-image ## Everythin
 	@# The end-to-end suites drive real agents, systemd and load: one at a
 	@# time, so a zero-failure swap is measured on a machine that is not
 	@# also booting systemd for another package.
-	go test -count=1 -timeout 20m -p 1 ./test/...
+	go test -count=1 -timeout 40m -p 1 ./test/...
 	$(MAKE) --no-print-directory fuzz
 	hack/check-printer-columns.sh
 	$(MAKE) --no-print-directory verify
