@@ -265,7 +265,9 @@ func nodeAgrees(t *testing.T, gens []*v1.Generation) {
 	t.Helper()
 	units := make([]string, len(gens))
 	for i, g := range gens {
-		units[i] = g.Status.Unit
+		// Quoted: an escaped name (mass\x2d00) read by the shell loses
+		// its backslash, and systemctl shows another unit.
+		units[i] = "'" + g.Status.Unit + "'"
 	}
 	out := c.VM.MustRun(t, "systemctl show -p Id,ActiveState,InvocationID,MainPID "+strings.Join(units, " "))
 	shown := map[string]map[string]string{}
