@@ -63,6 +63,28 @@ func guardFor(opts Options) join.Guard {
 // setupHosting runs once, when the node first reaches the hosting mode
 // (fatal stops the agent when it cannot).
 func setupEnrollment(mgr ctrl.Manager, opts Options, log logr.Logger, j joining, fatal func(error)) error {
+	// A direct client: the mode is decided on what the API server says
+	// now, apart from the hosting reconcilers' cache.
+	c, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
+	if err != nil {
+		return fmt.Errorf("enrollment client: %w", err)
+	}
+	id, err := join.ReadIdentity(opts.HostEtc, opts.BootIDFile)
+	if err != nil {
+		log.Error(err, "node identity incomplete; the Enrollment reports what could be read")
+	}
+	// The Lease says the agent lives, enrolled or not: nodewatch reads a
+	// node without one as lost (make run's agent hosts without an
+	// Enrollment, beside nodewatch).
+	var lease *leaseRenewer
+	if opts.LeaseNamespace != "" {
+		lease = &leaseRenewer{client: c, namespace: opts.LeaseNamespace, node: opts.NodeName,
+			holder: opts.NodeName + "/" + cmp.Or(id.MachineID, "no-machine-id"),
+			clock:  j.clock, every: j.leaseRenew, duration: j.leaseDuration, log: log.WithName("lease")}
+		if err := mgr.Add(lease); err != nil {
+			return err
+		}
+	}
 	if !opts.RequireEnrollment {
 		log.Info("enrollment not required: hosting at once, without an approved Enrollment (single dev machine only)")
 		opts.Gate = hostgate.Always{}
@@ -74,26 +96,7 @@ func setupEnrollment(mgr ctrl.Manager, opts Options, log logr.Logger, j joining,
 	}
 	gate := &hostgate.Switch{}
 	opts.Gate = gate
-	// A direct client: the mode is decided on what the API server says
-	// now, apart from the hosting reconcilers' cache.
-	c, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
-	if err != nil {
-		return fmt.Errorf("enrollment client: %w", err)
-	}
 	g := guardFor(opts)
-	id, err := join.ReadIdentity(opts.HostEtc, opts.BootIDFile)
-	if err != nil {
-		log.Error(err, "node identity incomplete; the Enrollment reports what could be read")
-	}
-	var lease *leaseRenewer
-	if opts.LeaseNamespace != "" {
-		lease = &leaseRenewer{client: c, namespace: opts.LeaseNamespace, node: opts.NodeName,
-			holder: opts.NodeName + "/" + cmp.Or(id.MachineID, "no-machine-id"),
-			clock:  j.clock, every: j.leaseRenew, duration: j.leaseDuration, log: log.WithName("lease")}
-		if err := mgr.Add(lease); err != nil {
-			return err
-		}
-	}
 	r := &controllers.EnrollmentReconciler{
 		Client: c, NodeName: opts.NodeName, Guard: g,
 		Facts: controllers.NodeFacts{Identity: id, AgentVersion: version.Get(),

@@ -97,7 +97,7 @@ func Parse(args []string) (Options, error) {
 	fs.StringVar(&o.SocketGroup, "socket-group", "unitlet", "group that owns the Instances' run dirs and sockets (a proxy in it can connect)")
 	fs.StringVar(&o.HostEtc, "host-etc", "/etc", "the node's /etc as the agent sees it (its user and group database); in a container, the host's /etc mounted there")
 	fs.StringVar(&o.BootIDFile, "boot-id-file", boot.DefaultSource, "the node's boot ID; recorded beside the state root, a change since the agent last ran proves every process of the old boot gone")
-	fs.StringVar(&o.LeaseNamespace, "lease-namespace", "unitlet-system", "namespace of the node's Lease, renewed every 10 s for nodewatch (with --require-enrollment; empty renews none)")
+	fs.StringVar(&o.LeaseNamespace, "lease-namespace", "unitlet-system", "namespace of the node's Lease, renewed every 10 s for nodewatch (empty renews none)")
 	o.AppIDs = identity.DefaultRange
 	o.LogMaxBytes = node.DefaultLogMaxBytes
 	fs.Func("instance-log-max-size", "size of an Instance's log file before it is rotated, as a quantity (default 8Mi)", func(v string) error {
