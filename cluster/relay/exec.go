@@ -28,13 +28,8 @@ const streamIdleTimeout = 4 * time.Hour
 // WebSocket v5 by serveWebSocketExec), bridged to the agent's framed run.
 func (s *Server) serveRun(w http.ResponseWriter, r *http.Request) {
 	ns, name := r.PathValue("namespace"), r.PathValue("name")
-	if r.Method != http.MethodPost && r.Method != http.MethodGet {
-		writeStatus(w, methodNotAllowed(subRun, r.Method))
-		return
-	}
-	u := userOf(r)
-	if err := s.Auth.authorize(r.Context(), u, "create", subRun, ns, name); err != nil {
-		writeStatus(w, err)
+	u, ok := s.admit(w, r, "create", subRun, http.MethodPost, http.MethodGet)
+	if !ok {
 		return
 	}
 	opts, cmd, err := execOptions(r.URL.Query())

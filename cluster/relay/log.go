@@ -17,13 +17,8 @@ import (
 // serveLog streams the agent's log of the Instance, flushed as it comes.
 func (s *Server) serveLog(w http.ResponseWriter, r *http.Request) {
 	ns, name := r.PathValue("namespace"), r.PathValue("name")
-	if r.Method != http.MethodGet {
-		writeStatus(w, methodNotAllowed(subLog, r.Method))
-		return
-	}
-	u := userOf(r)
-	if err := s.Auth.authorize(r.Context(), u, "get", subLog, ns, name); err != nil {
-		writeStatus(w, err)
+	u, ok := s.admit(w, r, "get", subLog, http.MethodGet)
+	if !ok {
 		return
 	}
 	q, err := logQuery(r.URL.Query())

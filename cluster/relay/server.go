@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -111,6 +112,21 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 }
 
 // methodNotAllowed is the Status for a method a path does not take.
+// admit is what every subresource asks first: a method it serves, and
+// the user's right to verb on it; false once it has answered the refusal.
+func (s *Server) admit(w http.ResponseWriter, r *http.Request, verb, sub string, methods ...string) (user.Info, bool) {
+	if !slices.Contains(methods, r.Method) {
+		writeStatus(w, methodNotAllowed(sub, r.Method))
+		return nil, false
+	}
+	u := userOf(r)
+	if err := s.Auth.authorize(r.Context(), u, verb, sub, r.PathValue("namespace"), r.PathValue("name")); err != nil {
+		writeStatus(w, err)
+		return nil, false
+	}
+	return u, true
+}
+
 func methodNotAllowed(sub, method string) error {
 	return apierrors.NewMethodNotSupported(instancesResource(sub), method)
 }
