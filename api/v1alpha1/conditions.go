@@ -29,6 +29,36 @@ const (
 	// ConditionDiskPressure: the file system of the agent's state root
 	// (data dirs and log files) has less free than the agent's threshold.
 	ConditionDiskPressure = "DiskPressure"
+
+	// ConditionScheduled (Instance): the placement controller's word on
+	// the node. True with ReasonBound (it chose spec.nodeName), ReasonPinned
+	// (the user named it) or ReasonMoving (a move to spec.nodeName is under
+	// way); False with ReasonUnschedulable, the message naming what did
+	// not fit on each node.
+	ConditionScheduled = "Scheduled"
+)
+
+// Placement reasons.
+const (
+	ReasonBound         = "Bound"
+	ReasonPinned        = "Pinned"
+	ReasonMoving        = "Moving"
+	ReasonUnschedulable = "Unschedulable"
+	// ReasonNodeDraining: the Instance's node is cordoned and being
+	// drained, and its moves are Never: it stays, listed by the drain.
+	ReasonNodeDraining = "NodeDraining"
+)
+
+// Instance key reasons (Generation Prepared=False): the gate that holds
+// a start until the Instance's key is read and is the one its
+// predecessor ran with.
+const (
+	// ReasonInstanceKeyUnavailable: the key could not be read (not minted
+	// yet, deleted, or unreadable).
+	ReasonInstanceKeyUnavailable = "InstanceKeyUnavailable"
+	// ReasonInstanceKeyMismatch: the key read is not the one this
+	// generation was made with (changed outside a rotation).
+	ReasonInstanceKeyMismatch = "InstanceKeyMismatch"
 )
 
 // Condition reasons: one CamelCase word each.
@@ -155,6 +185,16 @@ const (
 // the word it was given first: renaming it would strand the finalizers
 // stored on every existing object.
 const Finalizer = "hosting.unitlet.dev/lease"
+
+// AnnotationRotateKey on an Instance asks the cluster side to mint a new
+// instance key when its value differs from the one the key was last
+// minted for: an administrator's explicit act, which starts a new
+// generation.
+const AnnotationRotateKey = "hosting.unitlet.dev/rotate-key"
+
+// EnvInstanceKey is the environment variable every generation, seed and
+// sidecar of an Instance gets its key in.
+const EnvInstanceKey = "UNITLET_INSTANCE_KEY"
 
 // LabelInstance names a Generation's Instance.
 const LabelInstance = "hosting.unitlet.dev/instance"

@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -21,7 +22,17 @@ type EnrollmentSpec struct {
 	// approval.
 	// +optional
 	Approved bool `json:"approved,omitempty"`
+
+	// Unschedulable keeps the placement controller from binding or moving
+	// Instances to the node (`kubectl cordon` for Enrollments); what runs
+	// there keeps running until drained.
+	// +optional
+	Unschedulable bool `json:"unschedulable,omitempty"`
 }
+
+// Resource names of an Enrollment's capacity: corev1's memory and cpu,
+// and pids (tasks), the three a tier limits.
+const ResourcePids corev1.ResourceName = "pids"
 
 // GuardCheck is one precondition for hosting and its last result.
 type GuardCheck struct {
@@ -61,6 +72,20 @@ type EnrollmentStatus struct {
 	// `kubectl unitlet`, and the certificate it serves with.
 	// +optional
 	Endpoint *AgentEndpoint `json:"endpoint,omitempty"`
+	// Capacity is the node's whole: memory, cpu and pids as the agent
+	// reads them from the machine.
+	// +optional
+	Capacity corev1.ResourceList `json:"capacity,omitempty"`
+	// Allocatable is what Instances may take: Capacity minus the
+	// administrator's reserve (the agent's --reserved) and the requests of
+	// the pods bound to the node.
+	// +optional
+	Allocatable corev1.ResourceList `json:"allocatable,omitempty"`
+	// Allocated is what the node's Instances' tiers take now: each
+	// running or starting generation's tier, an Overlap swap's raise
+	// counted while it lasts.
+	// +optional
+	Allocated corev1.ResourceList `json:"allocated,omitempty"`
 	// Checks are the guard's checks with their results.
 	// +optional
 	// +listType=map
@@ -96,6 +121,11 @@ type AgentEndpoint struct {
 // +kubebuilder:resource:scope=Cluster,shortName=enr,categories=unitlet
 // +kubebuilder:printcolumn:name="Approved",type=boolean,JSONPath=`.spec.approved`
 // +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.status.mode`
+// +kubebuilder:printcolumn:name="Cordoned",type=boolean,JSONPath=`.spec.unschedulable`
+// +kubebuilder:printcolumn:name="Mem Used",type=string,JSONPath=`.status.allocated.memory`
+// +kubebuilder:printcolumn:name="Mem Allocatable",type=string,JSONPath=`.status.allocatable.memory`
+// +kubebuilder:printcolumn:name="CPU Used",type=string,JSONPath=`.status.allocated.cpu`
+// +kubebuilder:printcolumn:name="CPU Allocatable",type=string,JSONPath=`.status.allocatable.cpu`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Enrollment struct {
 	metav1.TypeMeta   `json:",inline"`

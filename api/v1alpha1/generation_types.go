@@ -51,6 +51,13 @@ type GenerationSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="host is immutable"
 	Host string `json:"host,omitempty"`
 
+	// KeyFingerprint is the Instance key's fingerprint this generation
+	// was made with: its start is refused unless the key read then has
+	// it. Empty on a generation made before instance keys.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="keyFingerprint is immutable"
+	KeyFingerprint string `json:"keyFingerprint,omitempty"`
+
 	// Template is the frozen template this generation runs.
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="template is immutable: change the Instance to make a new Generation"
 	Template Template `json:"template"`

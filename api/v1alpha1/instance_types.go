@@ -19,6 +19,7 @@ const (
 )
 
 // InstanceSpec is a hosted app as its owner wants it.
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.nodeName) || (has(self.nodeName) && (self.nodeName == oldSelf.nodeName || (has(self.placement) && self.placement.moves == 'Allowed')))",message="nodeName cannot be cleared once set, and changes only when placement.moves is Allowed (a move)"
 // +kubebuilder:validation:XValidation:rule="!has(self.overlap) || !has(self.overlap.memory) || quantity(string(self.overlap.memory)).compareTo(quantity(string(self.template.tier.memory))) >= 0",message="overlap.memory must be at least template.tier.memory"
 type InstanceSpec struct {
 	// Host is the name the app is served under; a DNS-1123 subdomain,
@@ -29,12 +30,20 @@ type InstanceSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="host must be a DNS-1123 subdomain: lowercase letters, digits, '-' and '.', starting and ending with a letter or digit"
 	Host string `json:"host"`
 
-	// NodeName is the node that runs the Instance. It cannot change once
-	// set: moving an Instance means deleting and re-creating it.
+	// NodeName is the node the Instance's new generations run on. Left
+	// empty, the placement controller binds it once to a node that fits
+	// (Scheduled); set at creation, it pins the Instance there. Only the
+	// placement controller changes it after, and only to move an Instance
+	// whose placement.moves is Allowed; status.nodeName says where the
+	// serving generation runs.
+	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
-	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="nodeName is immutable once the Instance is placed"
-	NodeName string `json:"nodeName"`
+	NodeName string `json:"nodeName,omitempty"`
+
+	// Placement is how the cluster chooses and changes the node.
+	// +optional
+	Placement *Placement `json:"placement,omitempty"`
 
 	// Suspend true retires every generation (scale to zero); the
 	// Instance's directories are kept.
@@ -81,6 +90,50 @@ type InstanceSpec struct {
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=1000
 	GenerationHistoryLimit *int32 `json:"generationHistoryLimit,omitempty"`
+}
+
+// MovePolicy says whether the cluster may move an Instance to another
+// node.
+// +kubebuilder:validation:Enum=Never;Allowed
+type MovePolicy string
+
+const (
+	// MovesNever keeps the Instance on its node for life: its data dir
+	// lives there. A drain lists it; a lost node leaves it NodeLost.
+	MovesNever MovePolicy = "Never"
+	// MovesAllowed lets a drain or a lost node move it: the next
+	// generation starts on another node (a fresh data dir) and the old
+	// one is drained and stopped once the new one serves.
+	MovesAllowed MovePolicy = "Allowed"
+)
+
+// DefaultLostAfterSeconds is placement.lostAfterSeconds' default.
+const DefaultLostAfterSeconds = 300
+
+// Placement constrains where the placement controller binds and moves
+// the Instance.
+type Placement struct {
+	// NodeSelector must match the labels of the node's Enrollment.
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+
+	// Moves: Never (the default) or Allowed.
+	// +optional
+	// +kubebuilder:default=Never
+	Moves MovePolicy `json:"moves,omitempty"`
+
+	// LostAfterSeconds is how long after its node is declared lost an
+	// Instance whose moves are Allowed is moved to another node.
+	// +optional
+	// +kubebuilder:default=300
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=86400
+	LostAfterSeconds *int32 `json:"lostAfterSeconds,omitempty"`
+}
+
+// MovesAllowed says whether the Instance may be moved off its node.
+func (s *InstanceSpec) MovesAllowed() bool {
+	return s.Placement != nil && s.Placement.Moves == MovesAllowed
 }
 
 // SocketActivation is how the agent holds an Instance's socket.
@@ -133,7 +186,20 @@ type InstanceStatus struct {
 	// +optional
 	Socket string `json:"socket,omitempty"`
 
-	// Conditions: Ready, Reconciling, Stalled, StartUncertain, KillUnproven.
+	// KeyFingerprint identifies the Instance's key (its SHA-256, hex),
+	// written by the cluster side when it mints or rotates the key; the
+	// key itself is never in the Instance.
+	// +optional
+	KeyFingerprint string `json:"keyFingerprint,omitempty"`
+
+	// NodeName is the node the serving generation runs on, written with
+	// each promotion: a front end routes Host to Socket on this node.
+	// During a move it stays the old node until the new one serves.
+	// +optional
+	NodeName string `json:"nodeName,omitempty"`
+
+	// Conditions: Ready, Reconciling, Stalled, StartUncertain,
+	// KillUnproven, and Scheduled (the placement controller's).
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -147,7 +213,8 @@ type InstanceStatus struct {
 // +kubebuilder:selectablefield:JSONPath=`.spec.nodeName`
 // +kubebuilder:resource:shortName=inst,categories=unitlet
 // +kubebuilder:printcolumn:name="Host",type=string,JSONPath=`.spec.host`
-// +kubebuilder:printcolumn:name="Node",type=string,JSONPath=`.spec.nodeName`
+// +kubebuilder:printcolumn:name="Node",type=string,JSONPath=`.status.nodeName`
+// +kubebuilder:printcolumn:name="Target",type=string,JSONPath=`.spec.nodeName`,priority=1
 // +kubebuilder:printcolumn:name="Active",type=integer,JSONPath=`.status.activeGeneration`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`

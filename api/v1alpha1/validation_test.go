@@ -3,6 +3,7 @@ package v1alpha1_test
 import (
 	"context"
 	"fmt"
+	"k8s.io/utils/ptr"
 	"os"
 	"path/filepath"
 	"strings"
@@ -142,8 +143,10 @@ func TestInstanceValidation(t *testing.T) {
 			func(i *v1.Instance) {
 				i.Spec.Template.Sidecars = []v1.Sidecar{{Name: "Side_Car", Role: v1.Role{Command: []string{"/bin/true"}}}}
 			}, "sidecar name must be a DNS-1123 label"},
-		"nodeName empty": {
-			func(i *v1.Instance) { i.Spec.NodeName = "" }, "spec.nodeName in body should be at least 1 chars long"},
+		"unknown moves": {
+			func(i *v1.Instance) { i.Spec.Placement = &v1.Placement{Moves: "Sometimes"} }, `Unsupported value: "Sometimes": supported values: "Never", "Allowed"`},
+		"lostAfterSeconds negative": {
+			func(i *v1.Instance) { i.Spec.Placement = &v1.Placement{LostAfterSeconds: ptr.To[int32](-1)} }, "should be greater than or equal to 0"},
 		"readiness timeout zero": {
 			func(i *v1.Instance) { i.Spec.Template.Readiness.TimeoutSeconds = -1 }, "should be greater than or equal to 1"},
 	}
@@ -181,16 +184,44 @@ func TestValidInstanceAccepted(t *testing.T) {
 	}
 }
 
-func TestInstanceNodeNameImmutable(t *testing.T) {
-	inst := instance("placed")
-	if err := k8s.Create(ctx(t), inst); err != nil {
-		t.Fatal(err)
+// TestInstanceNodeNameTransitions: an unplaced Instance may be bound once;
+// a bound one changes node only as a move it allows, and never goes back
+// to unplaced.
+func TestInstanceNodeNameTransitions(t *testing.T) {
+	const refused = "nodeName cannot be cleared once set, and changes only when placement.moves is Allowed"
+	cases := map[string]struct {
+		from, to string
+		moves    v1.MovePolicy
+		want     string // "" accepted
+	}{
+		"bind unplaced":           {from: "", to: "node-a"},
+		"same node":               {from: "node-a", to: "node-a"},
+		"move when Never":         {from: "node-a", to: "node-b", moves: v1.MovesNever, want: refused},
+		"move by default (Never)": {from: "node-a", to: "node-b", want: refused},
+		"move when Allowed":       {from: "node-a", to: "node-b", moves: v1.MovesAllowed},
+		"clear when Allowed":      {from: "node-a", to: "", moves: v1.MovesAllowed, want: refused},
+		"clear when Never":        {from: "node-a", to: "", want: refused},
 	}
-	t.Cleanup(func() { _ = k8s.Delete(context.Background(), inst) })
-	inst.Spec.NodeName = "node-b"
-	err := k8s.Update(ctx(t), inst)
-	if err == nil || !strings.Contains(err.Error(), "nodeName is immutable once the Instance is placed") {
-		t.Fatalf("nodeName change: got %v, want refusal", err)
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			inst := instance("nn-" + strings.ToLower(strings.NewReplacer(" ", "-", "(", "", ")", "").Replace(name)))
+			inst.Spec.NodeName = tc.from
+			if tc.moves != "" {
+				inst.Spec.Placement = &v1.Placement{Moves: tc.moves}
+			}
+			if err := k8s.Create(ctx(t), inst); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = k8s.Delete(context.Background(), inst) })
+			inst.Spec.NodeName = tc.to
+			err := k8s.Update(ctx(t), inst)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("%q -> %q refused: %v", tc.from, tc.to, err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("%q -> %q: got %v, want refusal with %q", tc.from, tc.to, err, tc.want)
+			}
+		})
 	}
 }
 
