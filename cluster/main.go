@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/client-go/tools/clientcmd"
@@ -20,10 +21,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/unitlet/unitlet/cluster/moves"
 	"github.com/unitlet/unitlet/cluster/nodewatch"
 	"github.com/unitlet/unitlet/internal/scheme"
 	"github.com/unitlet/unitlet/internal/version"
 )
+
+// moveSettle is --move-settle.
+var moveSettle time.Duration
 
 // Main runs `unitlet cluster` until SIGTERM and returns the exit code.
 func Main(args []string) int {
@@ -32,6 +37,7 @@ func Main(args []string) int {
 	leaseNS := fs.String("lease-namespace", "unitlet-system", "namespace of the agents' Leases")
 	probeAddr := fs.String("health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 	metricsAddr := fs.String("metrics-bind-address", "0", "address of the metrics endpoint; 0 disables it")
+	fs.DurationVar(&moveSettle, "move-settle", moves.DefaultSettle, "how long after a moved Instance serves on its new node the old node's generations are retired (front ends following status move in that time)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -72,6 +78,14 @@ func run(ctx context.Context, kubeconfig, leaseNS, probeAddr, metricsAddr string
 	}
 	r := &nodewatch.Reconciler{Client: mgr.GetClient(), LeaseNamespace: leaseNS}
 	if err := r.SetupWithManager(ctx, mgr); err != nil {
+		return err
+	}
+	mv := &moves.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("unitlet-cluster"), Settle: moveSettle}
+	if err := mv.SetupWithManager(mgr); err != nil {
+		return err
+	}
+	claims := &moves.ClaimReconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader()}
+	if err := claims.SetupWithManager(mgr); err != nil {
 		return err
 	}
 	ctrl.Log.WithName("cluster").Info("cluster-side controllers starting", "version", version.Get(), "leaseNamespace", leaseNS)

@@ -98,7 +98,7 @@ func (r *InstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_
 	}()
 
 	phases := []instancePhase{r.gateOpen, r.ensureFinalizer, r.claimHost, r.releaseFormerHosts, r.suspendIfAsked, r.sleepOrWake, r.checkIdentity,
-		r.ensureSeed, r.ensureLatest, r.pruneHistory, r.advance, r.fallAsleepIfIdle}
+		r.ensureSeed, r.lookElsewhere, r.ensureLatest, r.pruneHistory, r.advance, r.fallAsleepIfIdle}
 	if !inst.DeletionTimestamp.IsZero() {
 		phases = []instancePhase{r.finalize}
 	}
@@ -137,9 +137,15 @@ func (r *InstanceReconciler) ensureFinalizer(ctx context.Context, s *instanceSco
 		}
 		s.patchBase = s.inst.DeepCopy()
 	}
+	if s.servesElsewhere() {
+		// A move here: the socket clients reach is the old node's until
+		// this node promotes.
+		return ctrl.Result{}, nil
+	}
 	if sock, err := r.Runtime.StableSocket(s.ref()); err == nil {
 		s.inst.Status.Socket = sock
 	}
+	s.servingHere()
 	return ctrl.Result{}, nil
 }
 

@@ -11,13 +11,15 @@ import (
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
 )
 
-// formerClaims are the claims among claims that inst holds for a host
-// other than its spec.host: what a host change left behind.
-func formerClaims(claims []v1.HostClaim, inst *v1.Instance) []*v1.HostClaim {
+// formerClaims are the claims among claims that inst holds from node for
+// a host other than its spec.host: what a host change left behind. A
+// claim made from another node (before a move) is that node's agent's or
+// the cluster side's to release (config/policy).
+func formerClaims(claims []v1.HostClaim, inst *v1.Instance, node string) []*v1.HostClaim {
 	var out []*v1.HostClaim
 	for i := range claims {
 		c := &claims[i]
-		if c.Spec.UID == inst.UID && c.Name != inst.Spec.Host {
+		if c.Spec.UID == inst.UID && c.Name != inst.Spec.Host && c.Spec.NodeName == node {
 			out = append(out, c)
 		}
 	}
@@ -49,7 +51,7 @@ func (r *InstanceReconciler) releaseFormerHosts(ctx context.Context, s *instance
 	if err := r.Client.List(ctx, &list, client.MatchingLabels{v1.LabelHolderUID: string(s.inst.UID)}); err != nil {
 		return ctrl.Result{}, fmt.Errorf("list the instance's host claims: %w", err)
 	}
-	former := formerClaims(list.Items, s.inst)
+	former := formerClaims(list.Items, s.inst, r.NodeName)
 	if len(former) == 0 {
 		return ctrl.Result{}, nil
 	}
@@ -75,7 +77,9 @@ func (s *instanceScope) releaseAllHosts(ctx context.Context) error {
 		return fmt.Errorf("list the instance's host claims: %w", err)
 	}
 	for i := range list.Items {
-		if c := &list.Items[i]; c.Spec.UID == s.inst.UID {
+		// A claim made from another node (before a move) is released by
+		// the cluster side once its holder is gone.
+		if c := &list.Items[i]; c.Spec.UID == s.inst.UID && c.Spec.NodeName == s.r.NodeName {
 			if err := s.r.releaseClaim(ctx, c); err != nil {
 				return err
 			}

@@ -50,6 +50,9 @@ func TestReleasable(t *testing.T) {
 		*claimOf("new.example.com", "a", "shop", "u-shop", "n1"),
 		*claimOf("old.example.com", "a", "shop", "u-shop", "n1"),
 		*claimOf("other.example.com", "b", "other", "u-other", "n1"),
+		// Made from the node it was on before a move: not this node's to
+		// release.
+		*claimOf("moved.example.com", "a", "shop", "u-shop", "n0"),
 	}
 	tests := map[string]struct {
 		gens []gb
@@ -79,7 +82,7 @@ func TestReleasable(t *testing.T) {
 				gens = append(gens, b.g)
 			}
 			var got []string
-			for _, c := range releasable(formerClaims(claims, inst), gens) {
+			for _, c := range releasable(formerClaims(claims, inst, "n1"), gens) {
 				got = append(got, c.Name)
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {

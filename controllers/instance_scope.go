@@ -48,6 +48,10 @@ type instanceScope struct {
 	done bool
 	// patchBase is the Instance the status patch is computed against.
 	patchBase *v1.Instance
+	// elsewhere is the highest generation number the Instance has on
+	// other nodes (0: none, or not looked for): a move continues the
+	// numbering.
+	elsewhere int64
 }
 
 // instancePhase is one step of an Instance's reconcile. A non-zero
@@ -69,6 +73,23 @@ func (s *instanceScope) latest() *v1.Generation {
 		return nil
 	}
 	return s.gens[len(s.gens)-1]
+}
+
+// nextNumber is the number of the Instance's next generation: after its
+// newest here and any it had on another node.
+func (s *instanceScope) nextNumber() int64 {
+	n := s.elsewhere
+	if l := s.latest(); l != nil && l.Spec.Number > n {
+		n = l.Spec.Number
+	}
+	return n + 1
+}
+
+// servesElsewhere: the Instance's serving generation is on another node
+// (a move to this one is under way): its status's socket and node are
+// that node's until this one promotes.
+func (s *instanceScope) servesElsewhere() bool {
+	return s.inst.Status.NodeName != "" && s.inst.Status.NodeName != s.r.NodeName
 }
 
 func (s *instanceScope) number(n int64) *v1.Generation {

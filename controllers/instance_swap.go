@@ -21,10 +21,7 @@ import (
 // successor can start.
 func (r *InstanceReconciler) ensureLatest(ctx context.Context, s *instanceScope) (ctrl.Result, error) {
 	d := decideSwap(s.swapFacts())
-	var next int64 = 1
-	if l := s.latest(); l != nil {
-		next = l.Spec.Number + 1
-	}
+	next := s.nextNumber()
 	switch d.action {
 	case swapRetireAll:
 		if _, err := s.retireAll(ctx, RetiredSuperseded); err != nil {
@@ -110,7 +107,7 @@ func (s *instanceScope) promote(ctx context.Context, latest *v1.Generation) erro
 		return fmt.Errorf("promote generation %d: %w", latest.Spec.Number, err)
 	}
 	metrics.ObserveSwap(string(s.inst.Spec.Strategy), "Promoted", s.r.Clock.Since(latest.CreationTimestamp.Time))
-	s.inst.Status.ActiveGeneration, s.inst.Status.Socket = latest.Spec.Number, sock
+	s.inst.Status.ActiveGeneration, s.inst.Status.Socket, s.inst.Status.NodeName = latest.Spec.Number, sock, s.r.NodeName
 	s.woken()
 	s.r.event(s.inst, corev1.EventTypeNormal, "Promoted", "Swap", "generation %d now serves %s", latest.Spec.Number, sock)
 	if active != nil {
@@ -175,6 +172,9 @@ func (r *InstanceReconciler) finalize(ctx context.Context, s *instanceScope) (ct
 	if len(s.gens) > 0 {
 		s.progress(v1.ReasonDeleting, "waiting for %d generations to be proven gone before the lease is released", len(s.gens))
 		return ctrl.Result{}, nil
+	}
+	if res, err := s.awaitGenerationsElsewhere(ctx); err != nil || !res.IsZero() {
+		return res, err
 	}
 	if gone, err := s.retireRoles(ctx); !gone || err != nil {
 		return ctrl.Result{}, err

@@ -25,9 +25,8 @@ const (
 	// AnnotationTemplateHash is the hash of the template a Generation
 	// froze; a different hash on the Instance means a new Generation.
 	AnnotationTemplateHash = "hosting.unitlet.dev/template-hash"
-	// AnnotationRetiredBecause says why a Generation was retired:
-	// Superseded, Suspended, SwapAborted, Exited, Idle or NodeRebooted.
-	AnnotationRetiredBecause = "hosting.unitlet.dev/retired-because"
+	// AnnotationRetiredBecause says why a Generation was retired.
+	AnnotationRetiredBecause = v1.AnnotationRetiredBecause
 	// AnnotationSeeded records when the Instance's seed role succeeded.
 	AnnotationSeeded = "hosting.unitlet.dev/seeded"
 )

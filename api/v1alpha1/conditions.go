@@ -192,6 +192,14 @@ const Finalizer = "hosting.unitlet.dev/lease"
 // generation.
 const AnnotationRotateKey = "hosting.unitlet.dev/rotate-key"
 
+// AnnotationRetiredBecause on a Generation says why it was retired
+// (Superseded, Suspended, SwapAborted, Exited, Idle, NodeRebooted, Moved).
+const AnnotationRetiredBecause = "hosting.unitlet.dev/retired-because"
+
+// RetiredMoved: the Instance moved to another node and serves there; the
+// cluster side retired this generation of the old node.
+const RetiredMoved = "Moved"
+
 // EnvInstanceKey is the environment variable every generation, seed and
 // sidecar of an Instance gets its key in.
 const EnvInstanceKey = "UNITLET_INSTANCE_KEY"

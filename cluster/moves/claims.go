@@ -1,0 +1,80 @@
+package moves
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1 "github.com/unitlet/unitlet/api/v1alpha1"
+)
+
+// ClaimReconciler deletes a HostClaim whose holder is gone. An agent
+// releases its Instance's claims as its finalizer goes, but only those
+// made from its own node (config/policy): a claim made before a move is
+// left behind, and so is one whose node is gone. Once its holder is gone
+// (deleted, or re-created with another UID: its finalizer proved every
+// generation gone), nothing serves the host and it is given back here.
+type ClaimReconciler struct {
+	Client client.Client
+	// Reader reads the holder from the API server: a cache behind an
+	// Instance just made must not make it look gone.
+	Reader client.Reader
+}
+
+// +kubebuilder:rbac:groups=hosting.unitlet.dev,resources=hostclaims,verbs=get;list;watch;delete
+
+// Reconcile deletes one claim if its holder is gone.
+func (r *ClaimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	claim := &v1.HostClaim{}
+	if err := r.Client.Get(ctx, req.NamespacedName, claim); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	holder := &v1.Instance{}
+	err := r.Reader.Get(ctx, client.ObjectKey{Namespace: claim.Spec.Namespace, Name: claim.Spec.Name}, holder)
+	switch {
+	case err == nil && holder.UID == claim.Spec.UID:
+		return ctrl.Result{}, nil
+	case err != nil && !apierrors.IsNotFound(err):
+		return ctrl.Result{}, fmt.Errorf("read the holder of host %s: %w", claim.Name, err)
+	}
+	if err := r.Client.Delete(ctx, claim, client.Preconditions{UID: &claim.UID}); client.IgnoreNotFound(err) != nil {
+		return ctrl.Result{}, fmt.Errorf("release host %s: %w", claim.Name, err)
+	}
+	ctrl.LoggerFrom(ctx).Info("host released: its holder is gone", "host", claim.Name,
+		"holderNamespace", claim.Spec.Namespace, "holderName", claim.Spec.Name, "node", claim.Spec.NodeName)
+	return ctrl.Result{}, nil
+}
+
+// SetupWithManager watches HostClaims; a holder's deletion reaches its
+// claim through the Instance watch.
+func (r *ClaimReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	held := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		var list v1.HostClaimList
+		if err := r.Client.List(ctx, &list, client.MatchingLabels{v1.LabelHolderUID: string(o.GetUID())}); err != nil {
+			return nil
+		}
+		reqs := make([]reconcile.Request, 0, len(list.Items))
+		for i := range list.Items {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+		return reqs
+	})
+	onlyDeletes := predicate.Funcs{
+		CreateFunc:  func(event.CreateEvent) bool { return false },
+		UpdateFunc:  func(event.UpdateEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("hostclaims").
+		For(&v1.HostClaim{}).
+		Watches(&v1.Instance{}, held, builder.WithPredicates(onlyDeletes)).
+		Complete(r)
+}
