@@ -109,6 +109,10 @@ test: deps control-plane cluster-binaries build image node-vm-image ## Everythin
 test-cluster: deps control-plane cluster-binaries image node-vm-image ## Only test/cluster: config/default deployed on a kubelet in the node VM.
 	go test -count=1 -timeout 40m -v ./test/cluster/
 
+.PHONY: test-fleet
+test-fleet: deps control-plane build ## Only test/fleet: three agents and the cluster side on this machine; placement, drain under load, a lost node, the instance key.
+	go test -count=1 -timeout 20m -v ./test/fleet/
+
 .PHONY: test-node
 test-node: deps control-plane build node-vm-image ## Only test/node: the agent with the DaemonSet's flags in the Debian node VM.
 	go test -count=1 -timeout 30m -v -run TestNode ./test/node/

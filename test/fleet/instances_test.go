@@ -1,0 +1,121 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/unitlet/unitlet/api/v1alpha1"
+	"github.com/unitlet/unitlet/internal/testkit/testutil"
+)
+
+// appScript answers every GET with its generation and the instance key it
+// was given, and on SIGTERM serves on for two seconds (what it accepted
+// finishes) before it stops.
+const appScript = `
+import http.server, os, signal, socketserver, threading
+body = ("gen=%s key=%s\n" % (os.environ.get("UNITLET_GENERATION", "?"), os.environ.get("UNITLET_INSTANCE_KEY", ""))).encode()
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200); self.send_header("Content-Length", str(len(body))); self.end_headers(); self.wfile.write(body)
+    def log_message(self, *a): pass
+class S(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    daemon_threads = True
+    request_queue_size = 512
+    def get_request(self):
+        c, _ = self.socket.accept(); return c, ("unix", 0)
+srv = S(os.environ["UNITLET_APP_SOCKET"], H)
+signal.signal(signal.SIGTERM, lambda *a: threading.Timer(2.0, srv.shutdown).start())
+srv.serve_forever()
+`
+
+// tierMemory is each Instance's tier: 48 of them fit a node.
+var tierMemory = resource.MustParse("64Mi")
+
+// appInstance is an unpinned Instance of the fleet's app.
+func appInstance(name, app string, moves v1.MovePolicy) *v1.Instance {
+	return &v1.Instance{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"app": app}},
+		Spec: v1.InstanceSpec{
+			Host:     name + ".fleet.example",
+			Strategy: v1.StrategyOverlap,
+			Placement: &v1.Placement{Moves: moves, LostAfterSeconds: ptr.To[int32](5)},
+			Template: v1.Template{
+				Command: []string{"/usr/bin/python3", "-c", appScript},
+				Tier:    v1.Tier{Memory: tierMemory, CPU: resource.MustParse("10m"), Pids: 64},
+				Readiness: &v1.Readiness{Socket: &v1.SocketProbe{}, TimeoutSeconds: 60},
+			},
+			DrainLimitSeconds: ptr.To[int32](20),
+		},
+	}
+}
+
+func getInstance(t testing.TB, name string) *v1.Instance {
+	t.Helper()
+	inst := &v1.Instance{}
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, inst); err != nil {
+		t.Fatalf("instance %s: %v", name, err)
+	}
+	return inst
+}
+
+func listInstances(t testing.TB) []v1.Instance {
+	t.Helper()
+	var list v1.InstanceList
+	if err := k8s.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	return list.Items
+}
+
+func generations(t testing.TB, inst string) []v1.Generation {
+	t.Helper()
+	var list v1.GenerationList
+	if err := k8s.List(context.Background(), &list, client.InNamespace(ns), client.MatchingLabels{v1.LabelInstance: inst}); err != nil {
+		t.Fatal(err)
+	}
+	return list.Items
+}
+
+// serving: the Instance is Ready and its serving generation is on the
+// node its status names.
+func serving(inst *v1.Instance) bool {
+	return meta.IsStatusConditionTrue(inst.Status.Conditions, v1.ConditionReady) &&
+		inst.Status.NodeName != "" && inst.Status.ActiveGeneration > 0
+}
+
+// waitAllServing waits until every Instance named serves.
+func waitAllServing(t *testing.T, names []string, limit time.Duration) {
+	t.Helper()
+	testutil.Eventually(t, fmt.Sprintf("%d Instances serving", len(names)), limit, 500*time.Millisecond, func() (bool, string) {
+		var waiting []string
+		for _, n := range names {
+			inst := getInstance(t, n)
+			if !serving(inst) {
+				waiting = append(waiting, n+" ("+testutil.Conditions(inst.Status.Conditions)+")")
+			}
+		}
+		if len(waiting) > 0 {
+			return false, fmt.Sprintf("%d not serving, e.g. %s", len(waiting), strings.Join(waiting[:min(3, len(waiting))], "; "))
+		}
+		return true, ""
+	})
+}
+
+// oldGenerationsGone: every generation of inst on node is proven gone.
+func oldGenerationsGone(t testing.TB, inst, node string) (bool, string) {
+	for _, g := range generations(t, inst) {
+		if g.Spec.NodeName == node && !meta.IsStatusConditionTrue(g.Status.Conditions, v1.ConditionTerminated) {
+			return false, fmt.Sprintf("%s generation %d on %s: %s", inst, g.Spec.Number, node, testutil.Conditions(g.Status.Conditions))
+		}
+	}
+	return true, ""
+}
