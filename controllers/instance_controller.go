@@ -84,7 +84,7 @@ func (r *InstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_
 	}
 	s := &instanceScope{r: r, inst: inst, gens: gens, patchBase: inst.DeepCopy()}
 	defer func() {
-		computeInstanceStatus(inst, gens, failedNote(s.note, retErr), retErr == nil)
+		computeInstanceStatus(inst, s.statusGenerations(gens), failedNote(s.note, retErr), retErr == nil)
 		wctx, cancel := writeContext(ctx)
 		defer cancel()
 		if err := statuswrite.Instance(wctx, r.Client, r.Reader, inst, s.patchBase); err != nil {

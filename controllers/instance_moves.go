@@ -32,7 +32,24 @@ func (r *InstanceReconciler) lookElsewhere(ctx context.Context, s *instanceScope
 		return ctrl.Result{}, err
 	}
 	s.elsewhere = highestElsewhere(all, r.NodeName)
+	for _, g := range all {
+		if g.Spec.NodeName != r.NodeName && g.Spec.Number == s.inst.Status.ActiveGeneration {
+			s.servingThere = g
+		}
+	}
 	return ctrl.Result{}, nil
+}
+
+// statusGenerations are the generations the Instance's status is computed
+// from: gens, this node's, and during a move the one still serving on the
+// old node (status says it serves, not that nothing does).
+func (s *instanceScope) statusGenerations(gens []*v1.Generation) []*v1.Generation {
+	if s.servingThere == nil {
+		return gens
+	}
+	out := make([]*v1.Generation, 0, len(gens)+1)
+	out = append(out, s.servingThere)
+	return append(out, gens...) // older than any made here
 }
 
 // highestElsewhere is the highest number among gens of nodes other than

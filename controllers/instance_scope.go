@@ -52,6 +52,9 @@ type instanceScope struct {
 	// other nodes (0: none, or not looked for): a move continues the
 	// numbering.
 	elsewhere int64
+	// servingThere is, during a move here, the generation serving on the
+	// old node, as the API server has it.
+	servingThere *v1.Generation
 }
 
 // instancePhase is one step of an Instance's reconcile. A non-zero
