@@ -18,6 +18,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -155,29 +156,37 @@ func agentCredentials(ctx context.Context) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The ClusterRole, then the Role in the agent's namespace (its Lease).
+	// The ClusterRole, then a Role per namespace the agent reads or writes
+	// in (its Lease; the instance keys).
 	docs := strings.Split(string(raw), "\n---\n")
-	if len(docs) != 2 {
-		return nil, fmt.Errorf("config/rbac/role.yaml: %d documents, want the ClusterRole and the Role", len(docs))
+	if len(docs) < 2 {
+		return nil, fmt.Errorf("config/rbac/role.yaml: %d documents, want the ClusterRole and its Roles", len(docs))
 	}
 	var role rbacv1.ClusterRole
-	var nsRole rbacv1.Role
 	if err := yaml.Unmarshal([]byte(docs[0]), &role); err != nil {
 		return nil, err
 	}
-	if err := yaml.Unmarshal([]byte(docs[1]), &nsRole); err != nil {
-		return nil, err
-	}
 	subjects := []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}}
-	for _, o := range []client.Object{
+	objs := []client.Object{
 		&role,
 		&rbacv1.ClusterRoleBinding{ObjectMeta: role.ObjectMeta, Subjects: subjects,
 			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name}},
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: nsRole.Namespace}},
-		&nsRole,
-		&rbacv1.RoleBinding{ObjectMeta: nsRole.ObjectMeta, Subjects: subjects,
-			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: nsRole.Name}},
-	} {
+	}
+	for _, doc := range docs[1:] {
+		nsRole := &rbacv1.Role{}
+		if err := yaml.Unmarshal([]byte(doc), nsRole); err != nil {
+			return nil, err
+		}
+		objs = append(objs, nsRole, &rbacv1.RoleBinding{ObjectMeta: nsRole.ObjectMeta, Subjects: subjects,
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: nsRole.Name}})
+	}
+	for _, o := range objs {
+		if r, ok := o.(*rbacv1.Role); ok {
+			ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.Namespace}}
+			if err := k8s.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+				return nil, fmt.Errorf("create namespace %s: %w", r.Namespace, err)
+			}
+		}
 		if err := k8s.Create(ctx, o); err != nil {
 			return nil, fmt.Errorf("create %T: %w", o, err)
 		}
