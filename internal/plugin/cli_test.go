@@ -37,6 +37,15 @@ func TestCommandLine(t *testing.T) {
 		"unknown flag":       {args: []string{"logs", "shop", "--frobnicate"}, wantCode: ExitUsage, wantStderr: "unknown flag: --frobnicate"},
 		"run without --":     {args: []string{"run", "shop", "ls"}, wantCode: ExitUsage, wantStderr: "name the command after --"},
 		"logs of two":        {args: []string{"logs", "a", "b"}, wantCode: ExitUsage, wantStderr: "accepts at most 1 arg(s)"},
+		"drain --help":       {args: []string{"drain", "--help"}, wantStdout: "kubectl unitlet drain NODE [flags]"},
+		"drain's RBAC":       {args: []string{"drain", "--help"}, wantStdout: "Enrollments are cluster-scoped"},
+		"cordon --help":      {args: []string{"cordon", "--help"}, wantStdout: "kubectl unitlet cordon NODE [flags]"},
+		"uncordon --help":    {args: []string{"uncordon", "--help"}, wantStdout: "Mark a node schedulable again"},
+		"drain two nodes":    {args: []string{"drain", "a", "b"}, wantCode: ExitUsage, wantStderr: "name one node: kubectl unitlet drain NODE"},
+		"drain no node":      {args: []string{"drain"}, wantCode: ExitUsage, wantStderr: "name one node"},
+		"uncordon two nodes": {args: []string{"uncordon", "a", "b"}, wantCode: ExitUsage, wantStderr: "kubectl unitlet uncordon NODE"},
+		"drain timeout < 0":  {args: []string{"drain", "a", "--timeout=-1s"}, wantCode: ExitUsage, wantStderr: "--timeout -1s: give a positive duration"},
+		"drain timeout word": {args: []string{"drain", "a", "--timeout=soon"}, wantCode: ExitUsage, wantStderr: `invalid argument "soon"`},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -84,7 +93,8 @@ func TestKubectlRunsPluginAndCompletion(t *testing.T) {
 		"kubectl unitlet exec --help": {cmd: kubectl, args: []string{"unitlet", "exec", "--help"},
 			want: []string{"  kubectl unitlet run NAME [-i] [-t] -- COMMAND [ARGS...] [flags]"}},
 		"kubectl completes the subcommands": {cmd: kubectl, args: []string{"__complete", "unitlet", ""},
-			want: []string{"logs\tPrint the logs of an Instance (or of the Instances a selector picks)", "run\tRun a command in an Instance's environment (its env, uid, dir and sandbox)", "version\tPrint the plugin's version", ":4"}},
+			want: []string{"logs\tPrint the logs of an Instance (or of the Instances a selector picks)", "run\tRun a command in an Instance's environment (its env, uid, dir and sandbox)",
+				"drain\tCordon a node and move its Instances off it (those whose moves are Allowed)", "version\tPrint the plugin's version", ":4"}},
 		"kubectl completes logs' flags": {cmd: kubectl, args: []string{"__complete", "unitlet", "logs", "--ta"},
 			want: []string{"--tail\tonly the last N of the selected lines (-1: all)"}},
 		"the helper alone": {cmd: filepath.Join(bin, "kubectl_complete-unitlet"), args: []string{"run", "--st"},

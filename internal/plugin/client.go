@@ -34,6 +34,10 @@ var GroupVersion = subresources.GroupVersion
 // InstanceGVR is where Instances are listed (the CRD, not the relay).
 var InstanceGVR = schema.GroupVersionResource{Group: "hosting.unitlet.dev", Version: "v1alpha1", Resource: resource}
 
+// enrollmentGVR is where nodes' Enrollments are listed (cluster-scoped,
+// each named after its node).
+var enrollmentGVR = InstanceGVR.GroupVersion().WithResource("enrollments")
+
 // target is one Instance the command addresses.
 type target struct{ namespace, name string }
 

@@ -13,7 +13,8 @@ import (
 )
 
 // registerCompletions completes Instance names (the first argument of
-// logs and run), --namespace and --context; cobra's __complete serves
+// logs and run), node names (of cordon, uncordon and drain: their
+// Enrollments), --namespace and --context; cobra's __complete serves
 // them, which kubectl_complete-unitlet calls for kubectl.
 func registerCompletions(root *cobra.Command, flags *genericclioptions.ConfigFlags) {
 	instances := func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
@@ -26,10 +27,18 @@ func registerCompletions(root *cobra.Command, flags *genericclioptions.ConfigFla
 		}
 		return names(cmd.Context(), flags, InstanceGVR, ns, toComplete), cobra.ShellCompDirectiveNoFileComp
 	}
+	nodes := func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		if len(args) > 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		return names(cmd.Context(), flags, enrollmentGVR, "", toComplete), cobra.ShellCompDirectiveNoFileComp
+	}
 	for _, c := range root.Commands() {
 		switch c.Name() {
 		case "logs", "run":
 			c.ValidArgsFunction = instances
+		case "cordon", "uncordon", "drain":
+			c.ValidArgsFunction = nodes
 		}
 	}
 	_ = root.RegisterFlagCompletionFunc("namespace", func(cmd *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {

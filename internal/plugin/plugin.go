@@ -39,9 +39,15 @@ const (
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	streams := genericiooptions.IOStreams{In: stdin, Out: stdout, ErrOut: stderr}
+	return Run(ctx, genericiooptions.IOStreams{In: stdin, Out: stdout, ErrOut: stderr}, args)
+}
+
+// Run runs the plugin with args (without the program name) on streams
+// until ctx ends, and returns its exit code: the command line as a
+// function, for a Go test (e.g. "--kubeconfig", path, "drain", node).
+func Run(ctx context.Context, streams genericiooptions.IOStreams, args []string) int {
 	flags := genericclioptions.NewConfigFlags(true).WithDeprecatedPasswordFlag().WithWarningPrinter(streams)
-	return Execute(ctx, NewCommand(streams, flags), args, stderr)
+	return Execute(ctx, NewCommand(streams, flags), args, streams.ErrOut)
 }
 
 // Execute runs cmd with args and maps what it returned to an exit code.
@@ -65,18 +71,24 @@ func Execute(ctx context.Context, cmd *cobra.Command, args []string, stderr io.W
 }
 
 // NewCommand is the root command: kubectl's connection flags (flags) on
-// every subcommand, klog's -v, and logs, run (exec) and version.
+// every subcommand, klog's -v, and logs, run (exec), cordon, uncordon,
+// drain and version.
 func NewCommand(streams genericiooptions.IOStreams, flags *genericclioptions.ConfigFlags) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "kubectl unitlet",
-		Short: "Logs and one-off commands of unitlet Instances, through the API server",
+		Short: "Logs and one-off commands of unitlet Instances, and cordon and drain of nodes, through the API server",
 		Long: `kubectl unitlet reads an Instance's logs and runs one-off commands in its
 environment through the API server (the aggregated API
 subresources.hosting.unitlet.dev/v1, served by the unitlet relay), as
 kubectl logs and kubectl exec do for pods.
 
+cordon, uncordon and drain act on a node's Enrollment as kubectl cordon,
+uncordon and drain do on a Node: drain moves the node's Instances whose
+spec.placement.moves is Allowed and lists those that stay.
+
 logs needs get on instances/log (the view role grants it), run and exec
-need create on instances/run (edit grants it).`,
+need create on instances/run (edit grants it); cordon, uncordon and drain
+are an administrator's (Enrollments are cluster-scoped).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		// "kubectl unitlet" has a space: cobra's name is its first word,
@@ -92,7 +104,9 @@ need create on instances/run (edit grants it).`,
 	flags.AddFlags(root.PersistentFlags())
 	addKlogFlags(root)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newLogsCommand(streams, flags), newRunCommand(streams, flags), newVersionCommand(streams))
+	root.AddCommand(newLogsCommand(streams, flags), newRunCommand(streams, flags),
+		newCordonCommand(streams, flags, true), newCordonCommand(streams, flags, false), newDrainCommand(streams, flags),
+		newVersionCommand(streams))
 	registerCompletions(root, flags)
 	return root
 }
