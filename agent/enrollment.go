@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"os"
+	goruntime "runtime"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -16,8 +17,10 @@ import (
 	"github.com/unitlet/unitlet/controllers/metrics"
 	"github.com/unitlet/unitlet/internal/nodelease"
 	"github.com/unitlet/unitlet/internal/version"
+	"github.com/unitlet/unitlet/runtime/cgroups"
 	"github.com/unitlet/unitlet/runtime/diskspace"
 	"github.com/unitlet/unitlet/runtime/join"
+	"github.com/unitlet/unitlet/runtime/machine"
 )
 
 // Joining's schedule (seed 002): the mode is checked every joinEvery;
@@ -26,6 +29,14 @@ import (
 const (
 	joinEvery    = 15 * time.Second
 	prepareEvery = time.Minute
+)
+
+// The capacity's schedule: the node's pods and Node are read at most
+// every podsEvery; a change of its Generations is counted after
+// generationsDebounce, so a burst of them makes one status write.
+const (
+	podsEvery           = 30 * time.Second
+	generationsDebounce = 3 * time.Second
 )
 
 // joining is how Run gates hosting; tests shorten the schedule and count
@@ -111,6 +122,14 @@ func setupEnrollment(mgr ctrl.Manager, opts Options, log logr.Logger, j joining,
 		// The data dirs and log files share the state root's file system.
 		Disk:             func() (diskspace.Usage, error) { return diskspace.Of(opts.StateRoot) },
 		DiskPressureFree: opts.DiskPressurePercent / 100,
+		Capacity: &controllers.CapacityReport{
+			Machine: func() (machine.Capacity, error) {
+				return machine.Read(machine.Sources{CPUs: goruntime.NumCPU, RootLimits: func() (cgroups.Limits, error) {
+					return cgroups.RootLimits(cgroups.Config{Root: opts.CgroupRoot})
+				}})
+			},
+			Reserved: opts.Reserved, Cache: mgr.GetCache(), PodsEvery: podsEvery, Debounce: generationsDebounce,
+		},
 	}
 	if err := mgr.Add(&probeServer{addr: opts.ProbeAddr, ready: r.Ready, hosting: r.Hosting}); err != nil {
 		return err

@@ -251,6 +251,21 @@ func TestModeFlow(t *testing.T) {
 		enr.Status.CgroupMode == "" || len(enr.Status.Checks) != 5 {
 		t.Errorf("identity not reported: %+v", enr.Status)
 	}
+	// The node's capacity, read from this machine and, through the agent's
+	// own role (get nodes, list pods), its allocatable: a refused read
+	// would leave allocatable out.
+	testutil.Eventually(t, "capacity reported", waitLimit, pollEvery, testutil.Succeeds(func() error {
+		var got v1.Enrollment
+		if err := env.Client.Get(context.Background(), client.ObjectKey{Name: node}, &got); err != nil {
+			return err
+		}
+		st := got.Status
+		if st.Capacity.Memory().IsZero() || st.Capacity.Cpu().IsZero() || len(st.Allocatable) != 3 || len(st.Allocated) != 3 ||
+			!st.Allocated.Memory().IsZero() || st.Allocatable.Memory().Cmp(*st.Capacity.Memory()) > 0 {
+			return fmt.Errorf("capacity %v, allocatable %v, allocated %v", st.Capacity, st.Allocatable, st.Allocated)
+		}
+		return nil
+	}))
 	time.Sleep(10 * a.probeEvery()) // ten re-checks while joining
 	if _, err := os.Stat(opts.RunRoot); !os.IsNotExist(err) {
 		t.Errorf("run root prepared before approval: %v", err)

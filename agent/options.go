@@ -9,8 +9,10 @@ import (
 	"os"
 	"strconv"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/unitlet/unitlet/controllers/capacity"
 	"github.com/unitlet/unitlet/controllers/hostgate"
 	"github.com/unitlet/unitlet/internal/agentapi"
 	"github.com/unitlet/unitlet/runtime/boot"
@@ -73,6 +75,9 @@ type Options struct {
 	// DiskPressurePercent: the Enrollment says DiskPressure=True while
 	// less than this share of the state root's file system is free.
 	DiskPressurePercent float64
+	// Reserved is what the node keeps from Instances, as the kubelet's
+	// --system-reserved: the Enrollment's allocatable leaves it out.
+	Reserved corev1.ResourceList
 	// Gate is not a flag: Run sets it before setupHosting, and the hosting
 	// reconcilers consult it before they start new work.
 	Gate hostgate.Gate
@@ -114,6 +119,10 @@ func Parse(args []string) (Options, error) {
 		return err
 	})
 	fs.Float64Var(&o.DiskPressurePercent, "disk-pressure-free-percent", 5, "the node's Enrollment says DiskPressure=True while less than this percentage of the state root's file system is free")
+	fs.Func("reserved", "what the node keeps from Instances, as the kubelet's --system-reserved: e.g. memory=512Mi,cpu=500m,pids=1000 (any of the three); the Enrollment's allocatable leaves it out", func(v string) (err error) {
+		o.Reserved, err = capacity.ParseReserve(v)
+		return err
+	})
 	o.APIQPS = 50
 	fs.Func("kube-api-qps", "requests per second the agent may send the API server (default 50, the kubelet's)", func(v string) error {
 		q, err := strconv.ParseFloat(v, 32)

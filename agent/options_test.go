@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 )
 
 func TestParseInstanceLogFlags(t *testing.T) {
@@ -56,6 +57,40 @@ func TestParseDiskPressureFlag(t *testing.T) {
 				t.Fatalf("err = %v, want error %v", err, tc.wantErr)
 			}
 			if d := cmp.Diff(tc.want, o.DiskPressurePercent); err == nil && d != "" {
+				t.Errorf("(-want,+got):\n%s", d)
+			}
+		})
+	}
+}
+
+func TestParseReservedFlag(t *testing.T) {
+	tests := map[string]struct {
+		args    []string
+		want    map[corev1.ResourceName]string
+		wantErr string
+	}{
+		"default reserves nothing": {want: map[corev1.ResourceName]string{}},
+		"all three": {args: []string{"--reserved=memory=512Mi,cpu=500m,pids=1000"},
+			want: map[corev1.ResourceName]string{"memory": "512Mi", "cpu": "500m", "pids": "1k"}},
+		"unknown resource": {args: []string{"--reserved=gpu=1"}, wantErr: `invalid value "gpu=1" for flag -reserved: "gpu=1": unknown resource "gpu": want memory, cpu or pids`},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			o, err := Parse(tc.args)
+			if tc.wantErr != "" {
+				if err == nil || err.Error() != tc.wantErr {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[corev1.ResourceName]string{}
+			for name, q := range o.Reserved {
+				got[name] = q.String()
+			}
+			if d := cmp.Diff(tc.want, got); d != "" {
 				t.Errorf("(-want,+got):\n%s", d)
 			}
 		})

@@ -70,6 +70,10 @@ type EnrollmentReconciler struct {
 	// of its size) is free (see diskPressureCondition).
 	Disk             func() (diskspace.Usage, error)
 	DiskPressureFree float64
+	// Capacity, when set, reports the node's capacity, allocatable and
+	// allocated (see CapacityReport); its Generations' changes start a
+	// round after its Debounce.
+	Capacity *CapacityReport
 	// StartHosting registers the hosting reconcilers; called once. Its
 	// failure is Fatal's: the agent cannot host, and stops.
 	StartHosting func() error
@@ -89,7 +93,7 @@ type EnrollmentReconciler struct {
 	hosted   bool
 	prepared time.Time
 	// One per cause of an error log: see logChange.
-	apiLog, prepareLog, reportLog logChange
+	apiLog, prepareLog, reportLog, capacityLog logChange
 }
 
 // NodeLease is how this agent's node Lease stands.
@@ -197,7 +201,8 @@ func (r *EnrollmentReconciler) Hosting() error {
 // SetupWithManager runs the reconciler on the node's Enrollment: a first
 // round at once (the Enrollment may not exist yet), then on its creation,
 // deletion and spec changes (its own status writes change no generation),
-// and every Every.
+// a change of what the node's Generations hold (with Capacity), and every
+// Every.
 func (r *EnrollmentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
@@ -205,10 +210,14 @@ func (r *EnrollmentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	first := make(chan event.TypedGenericEvent[*v1.Enrollment], 1)
 	first <- event.TypedGenericEvent[*v1.Enrollment]{Object: &v1.Enrollment{ObjectMeta: metav1.ObjectMeta{Name: r.NodeName}}}
 	onlyThisNode := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetName() == r.NodeName })
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("enrollment").
 		For(&v1.Enrollment{}, builder.WithPredicates(onlyThisNode, predicate.GenerationChangedPredicate{})).
-		WatchesRawSource(source.Channel(first, &handler.TypedEnqueueRequestForObject[*v1.Enrollment]{})).
+		WatchesRawSource(source.Channel(first, &handler.TypedEnqueueRequestForObject[*v1.Enrollment]{}))
+	if r.Capacity != nil {
+		b = b.WatchesRawSource(source.Kind(mgr.GetCache(), &v1.Generation{}, r.generationChanged()))
+	}
+	return b.
 		WithOptions(controller.Options{
 			MaxConcurrentReconciles: 1, RateLimiter: APIBackoff(),
 			// Every agent decides its own node's mode.
@@ -232,7 +241,7 @@ func (r *EnrollmentReconciler) approved(ctx context.Context) (*v1.Enrollment, bo
 // report writes facts, checks and the decision to enr's status. It sends
 // nothing when the status would not change, so an idle node costs the
 // API server a read per re-check and no write.
-func (r *EnrollmentReconciler) report(ctx context.Context, enr *v1.Enrollment, checks []join.Check, d join.Decision, lease NodeLease) error {
+func (r *EnrollmentReconciler) report(ctx context.Context, enr *v1.Enrollment, checks []join.Check, d join.Decision, lease NodeLease, lists capacityLists) error {
 	facts := r.Facts
 	orig := enr.DeepCopy()
 	st := &enr.Status
@@ -254,6 +263,7 @@ func (r *EnrollmentReconciler) report(ctx context.Context, enr *v1.Enrollment, c
 	if r.Lease != nil {
 		meta.SetStatusCondition(&st.Conditions, leaseCondition(enr, lease))
 	}
+	setCapacity(st, lists)
 	if r.Disk != nil {
 		usage, err := r.Disk()
 		meta.SetStatusCondition(&st.Conditions, diskPressureCondition(enr, usage, err, r.DiskPressureFree))

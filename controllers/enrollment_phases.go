@@ -20,6 +20,7 @@ type enrollmentScope struct {
 	enr      *v1.Enrollment
 	approved bool
 	decision join.Decision
+	capacity capacityLists
 	done     bool
 }
 
@@ -28,10 +29,10 @@ type enrollmentScope struct {
 type enrollmentPhase func(ctx context.Context, s *enrollmentScope) (ctrl.Result, error)
 
 // Reconcile is one round: lease, guard, approval, preparation, decision
-// and gate, report.
+// and gate, capacity, report.
 func (r *EnrollmentReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result, error) {
 	s := &enrollmentScope{}
-	phases := []enrollmentPhase{r.leaseHeld, r.checkGuard, r.readApproval, r.prepareGuard, r.decide, r.reportStatus}
+	phases := []enrollmentPhase{r.leaseHeld, r.checkGuard, r.readApproval, r.prepareGuard, r.decide, r.readCapacity, r.reportStatus}
 	for _, phase := range phases {
 		if res, err := phase(ctx, s); err != nil || !res.IsZero() || s.done {
 			return res, err
@@ -104,7 +105,7 @@ func (r *EnrollmentReconciler) decide(_ context.Context, s *enrollmentScope) (ct
 // reportStatus writes identity, checks and mode to the Enrollment's
 // status, and asks for the next round after Every.
 func (r *EnrollmentReconciler) reportStatus(ctx context.Context, s *enrollmentScope) (ctrl.Result, error) {
-	err := r.report(ctx, s.enr, s.checks, s.decision, s.lease)
+	err := r.report(ctx, s.enr, s.checks, s.decision, s.lease, s.capacity)
 	if r.reportLog.changed(err) {
 		r.Log.Error(err, "the Enrollment's status could not be written")
 	}
