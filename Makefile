@@ -162,12 +162,17 @@ dev-up: deps control-plane ## Start a local kube-apiserver + etcd and install th
 dev-down: ## Stop what dev-up started and remove its state.
 	hack/dev.sh down
 
+# The node make run's agent runs as (this machine's name, as the samples
+# assume).
+DEV_NODE ?= $(shell hostname)
+
 .PHONY: run
 run: dev-up build ## dev-up, the cluster side (relay, nodewatch) in the background, then the agent in the foreground as this node.
 	hack/dev.sh cluster
-	$(BIN)/unitlet --kubeconfig $(DEV)/kubeconfig \
+	hack/dev.sh approve $(DEV_NODE)
+	$(BIN)/unitlet --kubeconfig $(DEV)/kubeconfig --node-name $(DEV_NODE) \
 		--state-root $(DEV)/state --run-root $(DEV)/run --cgroup-root unitlet-dev \
-		--unit-backend direct --require-enrollment=false \
+		--unit-backend direct --require-enrollment=true --lease-namespace unitlet-system \
 		--health-probe-bind-address 127.0.0.1:8081 --metrics-bind-address 127.0.0.1:8080 --metrics-secure=false \
 		--serve-address 127.0.0.1:10260
 

@@ -35,9 +35,9 @@ expect() { # expect KIND "HEADER…" ROW-PATTERN
   if ! head -1 <<<"$out" | grep -Eq "$2"; then echo "FAIL: $1 header is not: $2" >&2; fail=1; fi
   if ! tail -n +2 <<<"$out" | grep -Eq "$3"; then echo "FAIL: $1 has no row like: $3" >&2; fail=1; fi
 }
-expect inst '^NAME +HOST +NODE +ACTIVE +READY +REASON +AGE$' '^shop +shop\.example\.com +vm +'
+expect inst '^NAME +HOST +NODE +SERVING +ACTIVE +READY +REASON +AGE$' '^shop +shop\.example\.com +vm +'
 expect gen  '^NAME +INSTANCE +NUMBER +PHASE +STARTED +READY +AGE$' '^shop-1 +shop +1 +'
-expect enr  '^NAME +APPROVED +MODE +AGE$' '^vm +true +'
+expect enr  '^NAME +APPROVED +MODE +CORDONED +MEM USED +MEM ALLOCATABLE +AGE$' '^vm +true +'
 expect ug   '^NAME +USER +NAMESPACES +NODES +GROUPS +AGE$' '^www-data-default +www-data +.*default'
 expect hc   '^NAME +NAMESPACE +INSTANCE +NODE +AGE$' '^shop\.example\.com +default +shop +vm +'
 if [ "$fail" = 0 ]; then echo "printer columns ok (inst, gen, enr, ug, hc)"; else echo "printer columns: failed"; exit 1; fi

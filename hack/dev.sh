@@ -5,7 +5,8 @@
 # the CRDs and waits until they are established. cluster starts what
 # config/default runs once per cluster (the relay, registered as the
 # aggregated API behind `kubectl unitlet`, and nodewatch) as background
-# processes. down stops exactly those pids and removes bin/dev's
+# processes. approve NODE approves that node's Enrollment once its agent
+# made it (in the background). down stops exactly those pids and removes bin/dev's
 # control-plane state.
 set -euo pipefail
 
@@ -190,9 +191,30 @@ down() {
   if [ -z "${DEV_KEEP_INSTANCES:-}" ]; then sweep_instances; fi
 }
 
+# approve NODE approves the dev agent's Enrollment once the agent made it,
+# in the background: `make run`'s node hosts as a fleet's node does (its
+# capacity reported, placement binding unpinned Instances to it), with
+# the administrator's approval given for this one trusted machine. A
+# second agent started by hand is approved the same way (`hack/dev.sh
+# approve NAME`) or with `kubectl patch enr NAME`.
+approve() {
+  local node="$1" k=("$KUBECTL" --kubeconfig "$KUBECONFIG_FILE")
+  (
+    for _ in $(seq 120); do
+      if "${k[@]}" get enrollment "$node" >/dev/null 2>&1; then
+        "${k[@]}" patch enrollment "$node" --type=merge -p '{"spec":{"approved":true}}' >/dev/null &&
+          log "Enrollment $node approved" && exit 0
+      fi
+      sleep 0.5
+    done
+    log "no Enrollment $node after 60 s: approve it with kubectl patch enr $node --type=merge -p '{\"spec\":{\"approved\":true}}'"
+  ) &
+}
+
 case "${1:-}" in
   up) up ;;
   cluster) cluster ;;
+  approve) approve "${2:?usage: $0 approve NODE}" ;;
   down) down ;;
-  *) echo "usage: $0 up|cluster|down" >&2; exit 2 ;;
+  *) echo "usage: $0 up|cluster|approve NODE|down" >&2; exit 2 ;;
 esac

@@ -124,8 +124,8 @@ type AgentEndpoint struct {
 // +kubebuilder:printcolumn:name="Cordoned",type=boolean,JSONPath=`.spec.unschedulable`
 // +kubebuilder:printcolumn:name="Mem Used",type=string,JSONPath=`.status.allocated.memory`
 // +kubebuilder:printcolumn:name="Mem Allocatable",type=string,JSONPath=`.status.allocatable.memory`
-// +kubebuilder:printcolumn:name="CPU Used",type=string,JSONPath=`.status.allocated.cpu`
-// +kubebuilder:printcolumn:name="CPU Allocatable",type=string,JSONPath=`.status.allocatable.cpu`
+// +kubebuilder:printcolumn:name="CPU Used",type=string,JSONPath=`.status.allocated.cpu`,priority=1
+// +kubebuilder:printcolumn:name="CPU Allocatable",type=string,JSONPath=`.status.allocatable.cpu`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Enrollment struct {
 	metav1.TypeMeta   `json:",inline"`

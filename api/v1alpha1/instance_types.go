@@ -213,8 +213,8 @@ type InstanceStatus struct {
 // +kubebuilder:selectablefield:JSONPath=`.spec.nodeName`
 // +kubebuilder:resource:shortName=inst,categories=unitlet
 // +kubebuilder:printcolumn:name="Host",type=string,JSONPath=`.spec.host`
-// +kubebuilder:printcolumn:name="Node",type=string,JSONPath=`.status.nodeName`
-// +kubebuilder:printcolumn:name="Target",type=string,JSONPath=`.spec.nodeName`,priority=1
+// +kubebuilder:printcolumn:name="Node",type=string,JSONPath=`.spec.nodeName`,description="the node new generations run on (bound or pinned)"
+// +kubebuilder:printcolumn:name="Serving",type=string,JSONPath=`.status.nodeName`,description="the node the serving generation runs on"
 // +kubebuilder:printcolumn:name="Active",type=integer,JSONPath=`.status.activeGeneration`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
