@@ -82,7 +82,8 @@ func TestBindPinUnschedulable(t *testing.T) {
 }
 
 // A node with room for two tiers takes two of three Instances created at
-// once: each binding counts before the cache shows it.
+// once: what is bound there counts against its allocatable (the ledger's
+// part, a binding the cache does not show yet, is TestLedgerBoundByNode's).
 func TestBindCountsEachBinding(t *testing.T) {
 	enroll(t, "room-for-two", res("128Mi", "4", 4000), time.Now(), nil)
 	for _, n := range []string{"one", "two", "three"} {
