@@ -1,7 +1,9 @@
 // Package cluster is the wiring of what runs once per cluster (its own
 // Deployment, `unitlet cluster`): one manager holding the cluster-side
-// controllers. Today that is nodewatch (cluster/nodewatch), which reads
-// the agents' node Leases. Nothing here links the node side (agent/,
+// controllers: nodewatch (cluster/nodewatch), which reads the agents'
+// node Leases, and placement (cluster/placement), which binds Instances
+// to nodes and moves them. Leader-elected: of the Deployment's replicas,
+// one decides at a time. Nothing here links the node side (agent/,
 // controllers/, runtime/): hack/import-restrictions.yaml holds it so.
 package cluster
 
@@ -23,12 +25,10 @@ import (
 
 	"github.com/unitlet/unitlet/cluster/moves"
 	"github.com/unitlet/unitlet/cluster/nodewatch"
+	"github.com/unitlet/unitlet/cluster/placement"
 	"github.com/unitlet/unitlet/internal/scheme"
 	"github.com/unitlet/unitlet/internal/version"
 )
-
-// moveSettle is --move-settle.
-var moveSettle time.Duration
 
 // Main runs `unitlet cluster` until SIGTERM and returns the exit code.
 func Main(args []string) int {
@@ -37,34 +37,58 @@ func Main(args []string) int {
 	leaseNS := fs.String("lease-namespace", "unitlet-system", "namespace of the agents' Leases")
 	probeAddr := fs.String("health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 	metricsAddr := fs.String("metrics-bind-address", "0", "address of the metrics endpoint; 0 disables it")
-	fs.DurationVar(&moveSettle, "move-settle", moves.DefaultSettle, "how long after a moved Instance serves on its new node the old node's generations are retired (front ends following status move in that time)")
+	o := options{}
+	fs.DurationVar(&o.moveSettle, "move-settle", moves.DefaultSettle, "how long after a moved Instance serves on its new node the old node's generations are retired (front ends following status move in that time)")
+	fs.BoolVar(&o.leaderElect, "leader-elect", false, "elect a leader (a Lease "+leaderElectionID+"), so that of several replicas one runs the controllers")
+	fs.StringVar(&o.leaderNS, "leader-election-namespace", "", "namespace of the leader's Lease; empty means --lease-namespace")
+	fs.StringVar(&o.spreadLabel, "spread-label", placement.DefaultSpreadLabel, "Instance label whose value placement spreads across nodes (with the namespace)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
+	o.kubeconfig, o.leaseNS, o.probeAddr, o.metricsAddr = *kubeconfig, *leaseNS, *probeAddr, *metricsAddr
+	if o.leaderNS == "" {
+		o.leaderNS = o.leaseNS
+	}
 	log := zap.New()
 	ctrl.SetLogger(log)
-	if err := run(ctrl.SetupSignalHandler(), *kubeconfig, *leaseNS, *probeAddr, *metricsAddr); err != nil {
+	if err := run(ctrl.SetupSignalHandler(), o); err != nil {
 		fmt.Fprintf(os.Stderr, "unitlet cluster: %v\n", err)
 		return 1
 	}
 	return 0
 }
 
-func run(ctx context.Context, kubeconfig, leaseNS, probeAddr, metricsAddr string) error {
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if kubeconfig == "" {
+// leaderElectionID names the Lease the replicas elect their leader with.
+const leaderElectionID = "unitlet-cluster"
+
+type options struct {
+	kubeconfig, leaseNS, probeAddr, metricsAddr string
+	leaderElect                                 bool
+	leaderNS, spreadLabel                       string
+	moveSettle                                  time.Duration
+}
+
+func run(ctx context.Context, o options) error {
+	cfg, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
+	if o.kubeconfig == "" {
 		cfg, err = ctrl.GetConfig()
 	}
 	if err != nil {
 		return fmt.Errorf("kubernetes client configuration: %w", err)
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 scheme.New(),
-		HealthProbeBindAddress: probeAddr,
-		Metrics:                metricsserver.Options{BindAddress: metricsAddr},
+		Scheme:                  scheme.New(),
+		HealthProbeBindAddress:  o.probeAddr,
+		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
+		LeaderElection:          o.leaderElect,
+		LeaderElectionID:        leaderElectionID,
+		LeaderElectionNamespace: o.leaderNS,
+		// A leader that steps down (SIGTERM in a rollout) lets the other
+		// replica take over at once rather than after the Lease's term.
+		LeaderElectionReleaseOnCancel: true,
 		// The agents' Leases only, not every Lease of the cluster.
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&coordinationv1.Lease{}: {Namespaces: map[string]cache.Config{leaseNS: {}}},
+			&coordinationv1.Lease{}: {Namespaces: map[string]cache.Config{o.leaseNS: {}}},
 		}},
 	})
 	if err != nil {
@@ -76,11 +100,11 @@ func run(ctx context.Context, kubeconfig, leaseNS, probeAddr, metricsAddr string
 	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
 		return err
 	}
-	r := &nodewatch.Reconciler{Client: mgr.GetClient(), LeaseNamespace: leaseNS}
+	r := &nodewatch.Reconciler{Client: mgr.GetClient(), LeaseNamespace: o.leaseNS}
 	if err := r.SetupWithManager(ctx, mgr); err != nil {
 		return err
 	}
-	mv := &moves.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("unitlet-cluster"), Settle: moveSettle}
+	mv := &moves.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("unitlet-moves"), Settle: o.moveSettle}
 	if err := mv.SetupWithManager(mgr); err != nil {
 		return err
 	}
@@ -88,6 +112,12 @@ func run(ctx context.Context, kubeconfig, leaseNS, probeAddr, metricsAddr string
 	if err := claims.SetupWithManager(mgr); err != nil {
 		return err
 	}
-	ctrl.Log.WithName("cluster").Info("cluster-side controllers starting", "version", version.Get(), "leaseNamespace", leaseNS)
+	p := &placement.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
+		Recorder: mgr.GetEventRecorder("unitlet-placement"), LeaseNamespace: o.leaseNS, SpreadLabel: o.spreadLabel}
+	if err := p.SetupWithManager(ctx, mgr); err != nil {
+		return err
+	}
+	ctrl.Log.WithName("cluster").Info("cluster-side controllers starting", "version", version.Get(),
+		"leaseNamespace", o.leaseNS, "leaderElect", o.leaderElect, "spreadLabel", o.spreadLabel)
 	return mgr.Start(ctx)
 }

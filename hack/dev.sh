@@ -4,9 +4,10 @@
 # in bin/dev), writes an admin kubeconfig to bin/dev/kubeconfig, installs
 # the CRDs and waits until they are established. cluster starts what
 # config/default runs once per cluster (the relay, registered as the
-# aggregated API behind `kubectl unitlet`, and nodewatch) as background
-# processes. approve NODE approves that node's Enrollment once its agent
-# made it (in the background). down stops exactly those pids and removes bin/dev's
+# aggregated API behind `kubectl unitlet`, and nodewatch with placement,
+# moves and keys) as background processes. approve NODE approves that
+# node's Enrollment once its agent made it (in the background). down
+# stops exactly those pids and removes bin/dev's
 # control-plane state.
 set -euo pipefail
 
@@ -151,7 +152,7 @@ SVC
     "$BIN/unitlet" cluster --kubeconfig "$KUBECONFIG_FILE" --lease-namespace unitlet-system \
       --health-probe-bind-address 127.0.0.1:8091 --metrics-bind-address 0 >"$DEV/cluster.log" 2>&1 &
     echo $! >"$DEV/cluster.pid"
-    log "nodewatch started (pid $(cat "$DEV/cluster.pid"), log $DEV/cluster.log)"
+    log "cluster side (nodewatch, placement) started (pid $(cat "$DEV/cluster.pid"), log $DEV/cluster.log)"
   fi
   for i in $(seq 60); do
     "${k[@]}" get --raw "/apis/subresources.hosting.unitlet.dev/v1" >/dev/null 2>&1 && break

@@ -200,6 +200,12 @@ const AnnotationRetiredBecause = "hosting.unitlet.dev/retired-because"
 // cluster side retired this generation of the old node.
 const RetiredMoved = "Moved"
 
+// AnnotationMoveFrom on an Instance, valued with a node's name, asks the
+// placement controller to move the Instance off that node (written by
+// `kubectl unitlet drain`). It is honoured only while spec.nodeName is that
+// node and placement.moves is Allowed, and removed by the move's write.
+const AnnotationMoveFrom = "hosting.unitlet.dev/move-from"
+
 // EnvInstanceKey is the environment variable every generation, seed and
 // sidecar of an Instance gets its key in.
 const EnvInstanceKey = "UNITLET_INSTANCE_KEY"

@@ -68,3 +68,14 @@ func Health(f Facts) Verdict {
 		{Type: v1.ConditionReconciling, Status: metav1.ConditionTrue, Reason: v1.ReasonNodeLost, Message: msg},
 	}}
 }
+
+// Lost says whether Health declares f's node lost (NodeLost), and since
+// when: its Lease's expiry, zero when it holds no Lease that says one.
+// Placement moves an Instance off a node lost for long enough.
+func Lost(f Facts) (bool, time.Time) {
+	if !f.Enrolled || !Health(f).sets(v1.ConditionReady) {
+		return false, time.Time{}
+	}
+	expiry, _ := nodelease.Expiry(f.Lease)
+	return true, expiry
+}

@@ -56,3 +56,32 @@ func TestHealth(t *testing.T) {
 		})
 	}
 }
+
+func TestLost(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	lease := func(renewed time.Time) *coordinationv1.Lease {
+		return &coordinationv1.Lease{Spec: coordinationv1.LeaseSpec{
+			RenewTime: &metav1.MicroTime{Time: renewed}, LeaseDurationSeconds: ptr.To[int32](40)}}
+	}
+	type result struct {
+		Lost  bool
+		Since time.Time
+	}
+	tests := map[string]struct {
+		facts Facts
+		want  result
+	}{
+		"fresh lease":              {facts: Facts{Enrolled: true, Lease: lease(now), Now: now}, want: result{}},
+		"expired: since when":      {facts: Facts{Enrolled: true, Lease: lease(now.Add(-time.Minute)), Now: now}, want: result{Lost: true, Since: now.Add(-20 * time.Second)}},
+		"no lease: since unknown":  {facts: Facts{Enrolled: true, Now: now}, want: result{Lost: true}},
+		"not enrolled is not lost": {facts: Facts{Now: now}, want: result{}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			lost, since := Lost(tc.facts)
+			if diff := cmp.Diff(tc.want, result{Lost: lost, Since: since}); diff != "" {
+				t.Errorf("Lost (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}

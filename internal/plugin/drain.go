@@ -171,7 +171,7 @@ func askMoves(ctx context.Context, c client.Client, node string, views []instanc
 // to node; one deleted meanwhile needs no move.
 func askMove(ctx context.Context, c client.Client, node, key string, dryRun bool) error {
 	ns, name, _ := strings.Cut(key, "/")
-	body, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{annotationMoveFrom: node}}})
+	body, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{v1.AnnotationMoveFrom: node}}})
 	in := &v1.Instance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 	err := c.Patch(ctx, in, client.RawPatch(types.MergePatchType, body), dryRunOpts(dryRun)...)
 	if err != nil && !apierrors.IsNotFound(err) {

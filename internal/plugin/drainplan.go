@@ -12,11 +12,6 @@ import (
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
 )
 
-// annotationMoveFrom asks the placement controller to move an Instance
-// off the node it names; the same string as v1.AnnotationMoveFrom of the
-// fleet's contract.
-const annotationMoveFrom = "hosting.unitlet.dev/move-from"
-
 // moveState is where one Instance stands in a drain of a node.
 type moveState int
 
@@ -81,7 +76,7 @@ func stateOf(node string, in *v1.Instance, live []int64) moveState {
 		return stateDeleting
 	case in.Spec.NodeName == node && !in.Spec.MovesAllowed():
 		return stateStays
-	case in.Spec.NodeName == node && in.Annotations[annotationMoveFrom] != node:
+	case in.Spec.NodeName == node && in.Annotations[v1.AnnotationMoveFrom] != node:
 		return stateAsk
 	case in.Spec.NodeName == node:
 		return stateAsked

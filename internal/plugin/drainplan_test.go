@@ -24,7 +24,7 @@ func inst(ns, name, spec, status string, allowed bool, mods ...func(*v1.Instance
 }
 
 func asked(node string) func(*v1.Instance) {
-	return func(in *v1.Instance) { in.Annotations = map[string]string{annotationMoveFrom: node} }
+	return func(in *v1.Instance) { in.Annotations = map[string]string{v1.AnnotationMoveFrom: node} }
 }
 
 func gen(ns, instance, node string, number int64, terminated metav1.ConditionStatus) v1.Generation {

@@ -197,8 +197,8 @@ const retireAfter = 2500 * time.Millisecond
 func (f fleet) step(ctx context.Context, in *v1.Instance, served map[string]time.Time) error {
 	key := in.Namespace + "/" + in.Name
 	switch {
-	case in.Spec.NodeName == "node-a" && in.Annotations[annotationMoveFrom] == "node-a" && in.Spec.MovesAllowed():
-		delete(in.Annotations, annotationMoveFrom)
+	case in.Spec.NodeName == "node-a" && in.Annotations[v1.AnnotationMoveFrom] == "node-a" && in.Spec.MovesAllowed():
+		delete(in.Annotations, v1.AnnotationMoveFrom)
 		in.Spec.NodeName = "node-b"
 		return f.k8s.Update(ctx, in)
 	case in.Spec.NodeName == "node-b" && in.Status.NodeName == "node-a":
@@ -255,7 +255,7 @@ func TestDrainAgainstAPIServer(t *testing.T) {
 			if err := f.k8s.Get(ctx, client.ObjectKeyFromObject(in), &got); err != nil {
 				t.Fatal(err)
 			}
-			if v, ok := got.Annotations[annotationMoveFrom]; ok {
+			if v, ok := got.Annotations[v1.AnnotationMoveFrom]; ok {
 				out[in.Namespace+"/"+in.Name] = v
 			}
 		}

@@ -1,0 +1,86 @@
+package placement
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/unitlet/unitlet/api/v1alpha1"
+	"github.com/unitlet/unitlet/internal/scheme"
+	"github.com/unitlet/unitlet/internal/testkit/testutil"
+)
+
+// TestOnlyPlacementBinds: with config/policy/placement_binding.yaml, a
+// user with RBAC to update Instances pins one at creation, changes its
+// other fields, but cannot move it (change spec.nodeName); the cluster
+// side's service account can.
+func TestOnlyPlacementBinds(t *testing.T) {
+	ctx := context.Background()
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "test-instance-editor"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{v1.GroupVersion.Group}, Resources: []string{"instances"},
+			Verbs: []string{"get", "list", "create", "update", "patch", "delete"}}}}
+	create(t, role)
+	create(t, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role.Name},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, Name: "alice"}}})
+	objs, err := decodeFile("config/policy/placement_binding.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		create(t, o)
+	}
+	clientAs := func(user string, groups ...string) client.Client {
+		c, err := client.New(impersonating(user, groups...), client.Options{Scheme: scheme.New()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	alice := clientAs("alice", "system:authenticated")
+	cluster := clientAs(clusterSA, "system:serviceaccounts", "system:serviceaccounts:unitlet-system", "system:authenticated")
+	// Nodes with no Enrollment: placement leaves the Instance where it is
+	// (no node to move it to).
+	inst := newInstance("alices", "vap-a", func(i *v1.Instance) { i.Spec.Placement = &v1.Placement{Moves: v1.MovesAllowed} })
+	if err := alice.Create(ctx, inst); err != nil {
+		t.Fatalf("alice pins an Instance at creation: %v", err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), inst) })
+	setNode := func(c client.Client, node string) error {
+		i := &v1.Instance{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(inst), i); err != nil {
+			return err
+		}
+		patch := client.MergeFrom(i.DeepCopy())
+		i.Spec.NodeName = node
+		return c.Patch(ctx, i, patch)
+	}
+	const want = "only the placement controller (unitlet-system:unitlet-nodewatch) binds or moves an Instance: alice may not change spec.nodeName from 'vap-a' to 'vap-b'"
+	testutil.Eventually(t, "alice refused a move", waitLimit, pollEvery, func() (bool, string) {
+		err := setNode(alice, "vap-b")
+		return err != nil && strings.Contains(err.Error(), want), errString(err)
+	})
+	i := &v1.Instance{}
+	if err := alice.Get(ctx, client.ObjectKeyFromObject(inst), i); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(i.DeepCopy())
+	i.Spec.Suspend = true
+	if err := alice.Patch(ctx, i, patch); err != nil {
+		t.Errorf("alice suspends her Instance: %v", err)
+	}
+	if err := setNode(cluster, "vap-b"); err != nil {
+		t.Errorf("the cluster side moves it: %v", err)
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return "allowed"
+	}
+	return err.Error()
+}
