@@ -1,7 +1,8 @@
 // Package cluster is the wiring of what runs once per cluster (its own
 // Deployment, `unitlet cluster`): one manager holding the cluster-side
-// controllers. Today that is nodewatch (cluster/nodewatch), which reads
-// the agents' node Leases. Nothing here links the node side (agent/,
+// controllers: nodewatch (cluster/nodewatch), which reads the agents'
+// node Leases, and instancekey (cluster/instancekey), which mints each
+// Instance's key. Nothing here links the node side (agent/,
 // controllers/, runtime/): hack/import-restrictions.yaml holds it so.
 package cluster
 
@@ -12,6 +13,7 @@ import (
 	"os"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -20,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/unitlet/unitlet/cluster/instancekey"
 	"github.com/unitlet/unitlet/cluster/nodewatch"
 	"github.com/unitlet/unitlet/internal/scheme"
 	"github.com/unitlet/unitlet/internal/version"
@@ -30,6 +33,7 @@ func Main(args []string) int {
 	fs := flag.NewFlagSet("unitlet cluster", flag.ContinueOnError)
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file; empty means in-cluster configuration or $KUBECONFIG")
 	leaseNS := fs.String("lease-namespace", "unitlet-system", "namespace of the agents' Leases")
+	keyNS := fs.String("key-namespace", instancekey.DefaultNamespace, "namespace of the Instances' key Secrets (the agents' --key-namespace)")
 	probeAddr := fs.String("health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 	metricsAddr := fs.String("metrics-bind-address", "0", "address of the metrics endpoint; 0 disables it")
 	if err := fs.Parse(args); err != nil {
@@ -37,14 +41,14 @@ func Main(args []string) int {
 	}
 	log := zap.New()
 	ctrl.SetLogger(log)
-	if err := run(ctrl.SetupSignalHandler(), *kubeconfig, *leaseNS, *probeAddr, *metricsAddr); err != nil {
+	if err := run(ctrl.SetupSignalHandler(), *kubeconfig, *leaseNS, *keyNS, *probeAddr, *metricsAddr); err != nil {
 		fmt.Fprintf(os.Stderr, "unitlet cluster: %v\n", err)
 		return 1
 	}
 	return 0
 }
 
-func run(ctx context.Context, kubeconfig, leaseNS, probeAddr, metricsAddr string) error {
+func run(ctx context.Context, kubeconfig, leaseNS, keyNS, probeAddr, metricsAddr string) error {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if kubeconfig == "" {
 		cfg, err = ctrl.GetConfig()
@@ -56,9 +60,11 @@ func run(ctx context.Context, kubeconfig, leaseNS, probeAddr, metricsAddr string
 		Scheme:                 scheme.New(),
 		HealthProbeBindAddress: probeAddr,
 		Metrics:                metricsserver.Options{BindAddress: metricsAddr},
-		// The agents' Leases only, not every Lease of the cluster.
+		// The agents' Leases only, not every Lease of the cluster; the key
+		// Secrets only, not every Secret.
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			&coordinationv1.Lease{}: {Namespaces: map[string]cache.Config{leaseNS: {}}},
+			&corev1.Secret{}:        {Namespaces: map[string]cache.Config{keyNS: {}}},
 		}},
 	})
 	if err != nil {
@@ -74,6 +80,11 @@ func run(ctx context.Context, kubeconfig, leaseNS, probeAddr, metricsAddr string
 	if err := r.SetupWithManager(ctx, mgr); err != nil {
 		return err
 	}
-	ctrl.Log.WithName("cluster").Info("cluster-side controllers starting", "version", version.Get(), "leaseNamespace", leaseNS)
+	keys := &instancekey.Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), KeyNamespace: keyNS,
+		Recorder: mgr.GetEventRecorder("unitlet-cluster")}
+	if err := keys.SetupWithManager(mgr); err != nil {
+		return err
+	}
+	ctrl.Log.WithName("cluster").Info("cluster-side controllers starting", "version", version.Get(), "leaseNamespace", leaseNS, "keyNamespace", keyNS)
 	return mgr.Start(ctx)
 }
