@@ -31,6 +31,9 @@ const (
 	EnvHost          = "UNITLET_HOST"
 	EnvRole          = "UNITLET_ROLE"
 	EnvDataDir       = "UNITLET_DATA_DIR"
+	// EnvInstanceKey is the Instance's key (the API's v1.EnvInstanceKey):
+	// the same in every generation, seed and sidecar.
+	EnvInstanceKey = "UNITLET_INSTANCE_KEY"
 )
 
 // PlatformPrefix starts every key that belongs to the platform.
@@ -73,6 +76,9 @@ func platformEnv(req Request, p layout.Slot, token, appSocket string) map[string
 		EnvHost:       req.Host,
 		EnvRole:       string(p.Role()),
 		EnvDataDir:    inst.DataDir(),
+	}
+	if req.InstanceKey != "" {
+		m[EnvInstanceKey] = req.InstanceKey
 	}
 	if p.Role() == layout.RoleSidecar {
 		// A sidecar is a helper beside the app (a log shipper, a proxy),

@@ -47,6 +47,9 @@ type Request struct {
 	// SpecEnv is the Instance's env; RefEnv the referenced Secret and
 	// ConfigMap data. Platform variables win over both.
 	SpecEnv, RefEnv map[string]string
+	// InstanceKey is the Instance's key, given as EnvInstanceKey ("":
+	// none, a generation made before instance keys).
+	InstanceKey string
 	// Fence and State serve the control socket (run role only).
 	Fence control.Fence
 	State func() string

@@ -442,3 +442,39 @@ func TestLaunchFileWorld(t *testing.T) {
 		})
 	}
 }
+
+func TestInstanceKeyInEveryRole(t *testing.T) {
+	f := newFixture(t)
+	tests := map[string]struct {
+		role layout.Role
+		gen  int64
+		key  string
+		want map[string]Layer
+	}{
+		"app":             {role: layout.RoleApp, gen: 1, key: "k", want: map[string]Layer{"k": LayerPlatform}},
+		"seed":            {role: layout.RoleSeed, key: "k", want: map[string]Layer{"k": LayerPlatform}},
+		"sidecar":         {role: layout.RoleSidecar, key: "k", want: map[string]Layer{"k": LayerPlatform}},
+		"no key: no var":  {role: layout.RoleApp, gen: 2, want: map[string]Layer{}},
+		"no key, sidecar": {role: layout.RoleSidecar, want: map[string]Layer{}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			req := f.request(tc.role, tc.gen)
+			if tc.role == layout.RoleSidecar {
+				req.Name = "side"
+			}
+			req.InstanceKey = tc.key
+			// A user's forged value is never what the process gets.
+			req.RefEnv = map[string]string{EnvInstanceKey: "forged"}
+			req.SpecEnv = map[string]string{EnvInstanceKey: "forged"}
+			res := prepareOK(t, req)
+			got := map[string]Layer{}
+			if v, ok := res.Env[EnvInstanceKey]; ok {
+				got[v] = res.Layers[EnvInstanceKey]
+			}
+			if d := cmp.Diff(tc.want, got); d != "" {
+				t.Errorf("key in env (-want,+got):\n%s", d)
+			}
+		})
+	}
+}
