@@ -7,40 +7,19 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
-	clusterkey "github.com/unitlet/unitlet/cluster/instancekey"
 	"github.com/unitlet/unitlet/internal/instancekey"
-	"github.com/unitlet/unitlet/internal/scheme"
+	"github.com/unitlet/unitlet/internal/testkit/keyminter"
 	"github.com/unitlet/unitlet/internal/testkit/testutil"
 	"github.com/unitlet/unitlet/runtime/layout"
 	"github.com/unitlet/unitlet/runtime/node"
 )
 
-// startKeyMinter runs the cluster side's key controller on its own
-// manager, as `unitlet cluster` does beside the agents.
-func startKeyMinter(ctx context.Context) error {
-	if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: instancekey.DefaultNamespace}}); err != nil {
-		return err
-	}
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: scheme.New(), Metrics: metricsserver.Options{BindAddress: "0"},
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&corev1.Secret{}: {Namespaces: map[string]cache.Config{instancekey.DefaultNamespace: {}}}}}})
-	if err != nil {
-		return err
-	}
-	r := &clusterkey.Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), KeyNamespace: instancekey.DefaultNamespace}
-	if err := r.SetupWithManager(mgr); err != nil {
-		return err
-	}
-	go func() { _ = mgr.Start(ctx) }()
-	return nil
-}
+// startKeyMinter runs the cluster side's key controller, as `unitlet
+// cluster` does beside the agents.
+func startKeyMinter(ctx context.Context) error { return keyminter.Start(ctx, env.Config) }
 
 func TestPredecessorFingerprint(t *testing.T) {
 	gen := func(n int64, fp string) *v1.Generation {

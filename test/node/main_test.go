@@ -18,11 +18,13 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
+	"github.com/unitlet/unitlet/internal/testkit/keyminter"
 	"github.com/unitlet/unitlet/internal/testkit/nodevm"
 	"github.com/unitlet/unitlet/internal/testkit/testenv"
 	"github.com/unitlet/unitlet/internal/testkit/testutil"
@@ -78,6 +80,13 @@ func run(m *testing.M) int {
 	defer func() { _ = env.Stop() }()
 	k8s = env.Client
 	kube = testutil.API{Client: k8s, Every: pollEvery}
+	// The cluster side's key minter, as `unitlet cluster` runs it: no
+	// Instance makes a generation without its key.
+	keyCtx, stopKeys := context.WithCancel(context.Background())
+	defer stopKeys()
+	if err := keyminter.Start(keyCtx, env.Config); err != nil {
+		return fail(err)
+	}
 	kubeconfig, err := agentCredentials(context.Background())
 	if err != nil {
 		return fail(err)
@@ -155,30 +164,33 @@ func agentCredentials(ctx context.Context) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The ClusterRole, then the Role in the agent's namespace (its Lease).
+	// The ClusterRole, then a Role per namespace: the agent's own (its
+	// Lease) and the key namespace (a key Secret, get only).
 	docs := strings.Split(string(raw), "\n---\n")
-	if len(docs) != 2 {
-		return nil, fmt.Errorf("config/rbac/role.yaml: %d documents, want the ClusterRole and the Role", len(docs))
+	if len(docs) < 2 {
+		return nil, fmt.Errorf("config/rbac/role.yaml: %d documents, want the ClusterRole and the Roles", len(docs))
 	}
 	var role rbacv1.ClusterRole
-	var nsRole rbacv1.Role
 	if err := yaml.Unmarshal([]byte(docs[0]), &role); err != nil {
 		return nil, err
 	}
-	if err := yaml.Unmarshal([]byte(docs[1]), &nsRole); err != nil {
-		return nil, err
-	}
 	subjects := []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}}
-	for _, o := range []client.Object{
+	objs := []client.Object{
 		&role,
 		&rbacv1.ClusterRoleBinding{ObjectMeta: role.ObjectMeta, Subjects: subjects,
 			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name}},
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: nsRole.Namespace}},
-		&nsRole,
-		&rbacv1.RoleBinding{ObjectMeta: nsRole.ObjectMeta, Subjects: subjects,
-			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: nsRole.Name}},
-	} {
-		if err := k8s.Create(ctx, o); err != nil {
+	}
+	for _, doc := range docs[1:] {
+		nsRole := &rbacv1.Role{}
+		if err := yaml.Unmarshal([]byte(doc), nsRole); err != nil {
+			return nil, err
+		}
+		objs = append(objs, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: nsRole.Namespace}}, nsRole,
+			&rbacv1.RoleBinding{ObjectMeta: nsRole.ObjectMeta, Subjects: subjects,
+				RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: nsRole.Name}})
+	}
+	for _, o := range objs {
+		if err := k8s.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
 			return nil, fmt.Errorf("create %T: %w", o, err)
 		}
 	}
