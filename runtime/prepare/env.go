@@ -39,6 +39,23 @@ const (
 // PlatformPrefix starts every key that belongs to the platform.
 const PlatformPrefix = "UNITLET_"
 
+// memoryEnvKeys are the env keys never written to the node's disk: the
+// launch file names a file of them in the run root (memory) instead.
+var memoryEnvKeys = []string{EnvInstanceKey}
+
+// splitMemoryEnv is env without memoryEnvKeys, and those as KEY=VALUE.
+func splitMemoryEnv(env map[string]string) (map[string]string, []string) {
+	rest := maps.Clone(env)
+	var memory []string
+	for _, k := range memoryEnvKeys {
+		if v, ok := rest[k]; ok {
+			memory = append(memory, k+"="+v)
+			delete(rest, k)
+		}
+	}
+	return rest, memory
+}
+
 // mergeEnv layers spec < refs < platform and records each key's layer. A
 // spec or refs key under PlatformPrefix is dropped, with a warning: a
 // process must be able to trust what these say.
