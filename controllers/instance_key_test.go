@@ -148,3 +148,37 @@ func TestInstanceKeyRotationRollsGeneration(t *testing.T) {
 		t.Errorf("gen 1 key, gen 2 key, gen 2 fingerprint (-want,+got):\n%s", diff)
 	}
 }
+
+// Without its key an Instance makes no generation and says why; a
+// generation already made (before keys) is not held by it.
+func TestAwaitKey(t *testing.T) {
+	tests := map[string]struct {
+		fingerprint string
+		gens        []*v1.Generation
+		wantDone    bool
+		want        string // Reconciling, as "Status/Reason"
+	}{
+		"no key, no generation":         {wantDone: true, want: "True/" + v1.ReasonInstanceKeyUnavailable},
+		"key minted":                    {fingerprint: "fp", want: "absent"},
+		"a generation from before keys": {gens: []*v1.Generation{{Spec: v1.GenerationSpec{Number: 1}}}, want: "absent"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			inst := instance("await")
+			inst.Status.KeyFingerprint = tc.fingerprint
+			s := &instanceScope{inst: inst, gens: tc.gens}
+			if _, err := (&InstanceReconciler{}).awaitKey(context.Background(), s); err != nil {
+				t.Fatal(err)
+			}
+			reconciling := "absent"
+			if s.note.reason != "" {
+				computeInstanceStatus(inst, tc.gens, s.note, true)
+				reconciling = condition(inst.Status.Conditions, v1.ConditionReconciling)
+			}
+			got := fmt.Sprintf("done=%v reconciling=%s", s.done, reconciling)
+			if diff := cmp.Diff(fmt.Sprintf("done=%v reconciling=%s", tc.wantDone, tc.want), got); diff != "" {
+				t.Errorf("(-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
