@@ -59,7 +59,7 @@ func setupHosting(mgr ctrl.Manager, opts Options) error {
 		}
 	}
 	return controllers.SetupHosting(mgr, controllers.Hosting{
-		Runtime: rt, NodeName: opts.NodeName, Recorder: recorder, Gate: opts.Gate, Grace: stopGrace,
+		Runtime: rt, NodeName: opts.NodeName, KeyNamespace: opts.KeyNamespace, Recorder: recorder, Gate: opts.Gate, Grace: stopGrace,
 		Boot: &boot.Record{Path: layout.Layout{StateRoot: opts.StateRoot}.BootRecord(), Source: opts.BootIDFile},
 	})
 }

@@ -66,6 +66,9 @@ type Options struct {
 	BootIDFile string
 	// LeaseNamespace holds the node's Lease ("" renews none).
 	LeaseNamespace string
+	// KeyNamespace holds the Instances' key Secrets, read one at a time
+	// at each start.
+	KeyNamespace string
 	// AppIDs are the uids (and gids) given to Instances without a user.
 	AppIDs identity.Range
 	// LogMaxBytes and LogKeep rotate each Instance's log file: its size
@@ -102,6 +105,7 @@ func Parse(args []string) (Options, error) {
 	fs.StringVar(&o.SocketGroup, "socket-group", "unitlet", "group that owns the Instances' run dirs and sockets (a proxy in it can connect)")
 	fs.StringVar(&o.HostEtc, "host-etc", "/etc", "the node's /etc as the agent sees it (its user and group database); in a container, the host's /etc mounted there")
 	fs.StringVar(&o.BootIDFile, "boot-id-file", boot.DefaultSource, "the node's boot ID; recorded beside the state root, a change since the agent last ran proves every process of the old boot gone")
+	fs.StringVar(&o.KeyNamespace, "key-namespace", "unitlet-keys", "namespace of the Instances' key Secrets (unitlet cluster's --key-namespace)")
 	fs.StringVar(&o.LeaseNamespace, "lease-namespace", "unitlet-system", "namespace of the node's Lease, renewed every 10 s for nodewatch (empty renews none)")
 	o.AppIDs = identity.DefaultRange
 	o.LogMaxBytes = node.DefaultLogMaxBytes

@@ -1,9 +1,11 @@
 // Package cluster is the wiring of what runs once per cluster (its own
 // Deployment, `unitlet cluster`): one manager holding the cluster-side
 // controllers: nodewatch (cluster/nodewatch), which reads the agents'
-// node Leases, and placement (cluster/placement), which binds Instances
-// to nodes and moves them. Leader-elected: of the Deployment's replicas,
-// one decides at a time. Nothing here links the node side (agent/,
+// node Leases; placement (cluster/placement), which binds Instances to
+// nodes and moves them; moves (cluster/moves), which finishes a move on
+// the old node; and instancekey (cluster/instancekey), which mints each
+// Instance's key. Leader-elected: of the Deployment's replicas, one
+// decides at a time. Nothing here links the node side (agent/,
 // controllers/, runtime/): hack/import-restrictions.yaml holds it so.
 package cluster
 
@@ -15,6 +17,7 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -23,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/unitlet/unitlet/cluster/instancekey"
 	"github.com/unitlet/unitlet/cluster/moves"
 	"github.com/unitlet/unitlet/cluster/nodewatch"
 	"github.com/unitlet/unitlet/cluster/placement"
@@ -35,6 +39,7 @@ func Main(args []string) int {
 	fs := flag.NewFlagSet("unitlet cluster", flag.ContinueOnError)
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file; empty means in-cluster configuration or $KUBECONFIG")
 	leaseNS := fs.String("lease-namespace", "unitlet-system", "namespace of the agents' Leases")
+	keyNS := fs.String("key-namespace", instancekey.DefaultNamespace, "namespace of the Instances' key Secrets (the agents' --key-namespace)")
 	probeAddr := fs.String("health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 	metricsAddr := fs.String("metrics-bind-address", "0", "address of the metrics endpoint; 0 disables it")
 	o := options{}
@@ -45,7 +50,7 @@ func Main(args []string) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	o.kubeconfig, o.leaseNS, o.probeAddr, o.metricsAddr = *kubeconfig, *leaseNS, *probeAddr, *metricsAddr
+	o.kubeconfig, o.leaseNS, o.keyNS, o.probeAddr, o.metricsAddr = *kubeconfig, *leaseNS, *keyNS, *probeAddr, *metricsAddr
 	if o.leaderNS == "" {
 		o.leaderNS = o.leaseNS
 	}
@@ -62,10 +67,10 @@ func Main(args []string) int {
 const leaderElectionID = "unitlet-cluster"
 
 type options struct {
-	kubeconfig, leaseNS, probeAddr, metricsAddr string
-	leaderElect                                 bool
-	leaderNS, spreadLabel                       string
-	moveSettle                                  time.Duration
+	kubeconfig, leaseNS, keyNS, probeAddr, metricsAddr string
+	leaderElect                                        bool
+	leaderNS, spreadLabel                              string
+	moveSettle                                         time.Duration
 }
 
 func run(ctx context.Context, o options) error {
@@ -86,9 +91,11 @@ func run(ctx context.Context, o options) error {
 		// A leader that steps down (SIGTERM in a rollout) lets the other
 		// replica take over at once rather than after the Lease's term.
 		LeaderElectionReleaseOnCancel: true,
-		// The agents' Leases only, not every Lease of the cluster.
+		// The agents' Leases only, not every Lease of the cluster; the key
+		// Secrets only, not every Secret.
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			&coordinationv1.Lease{}: {Namespaces: map[string]cache.Config{o.leaseNS: {}}},
+			&corev1.Secret{}:        {Namespaces: map[string]cache.Config{o.keyNS: {}}},
 		}},
 	})
 	if err != nil {
@@ -117,7 +124,12 @@ func run(ctx context.Context, o options) error {
 	if err := p.SetupWithManager(ctx, mgr); err != nil {
 		return err
 	}
+	keys := &instancekey.Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), KeyNamespace: o.keyNS,
+		Recorder: mgr.GetEventRecorder("unitlet-keys")}
+	if err := keys.SetupWithManager(mgr); err != nil {
+		return err
+	}
 	ctrl.Log.WithName("cluster").Info("cluster-side controllers starting", "version", version.Get(),
-		"leaseNamespace", o.leaseNS, "leaderElect", o.leaderElect, "spreadLabel", o.spreadLabel)
+		"leaseNamespace", o.leaseNS, "keyNamespace", o.keyNS, "leaderElect", o.leaderElect, "spreadLabel", o.spreadLabel)
 	return mgr.Start(ctx)
 }

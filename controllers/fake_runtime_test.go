@@ -30,6 +30,8 @@ type fakeRuntime struct {
 	listGate chan struct{}
 	// refEnv is the Secret/ConfigMap env of each slot's last start.
 	refEnv map[node.Ref]map[string]string
+	// keys is the instance key each slot's last start was given.
+	keys map[node.Ref]string
 	// drains are the answers Drain gives a slot, one per call, the last
 	// one repeated; none: nothing to drain.
 	drains map[node.Ref][]node.DrainState
@@ -42,7 +44,7 @@ func newFakeRuntime() *fakeRuntime {
 	return &fakeRuntime{
 		start: map[node.Ref]outcome.StartKind{}, probe: map[node.Ref]error{},
 		unproven: map[node.Ref]outcome.KillReason{}, running: map[node.Ref]bool{}, exits: map[node.Ref]*outcome.Exit{},
-		events: make(chan node.Ref, 64), refEnv: map[node.Ref]map[string]string{},
+		events: make(chan node.Ref, 64), refEnv: map[node.Ref]map[string]string{}, keys: map[node.Ref]string{},
 		drains: map[node.Ref][]node.DrainState{}, execFails: map[node.Ref]string{},
 	}
 }
@@ -116,6 +118,7 @@ func (f *fakeRuntime) Start(_ context.Context, req node.StartRequest) node.Start
 	defer f.mu.Unlock()
 	f.record("start %s/%s", req.Name, slot(req.Ref))
 	f.refEnv[req.Ref] = req.RefEnv
+	f.keys[req.Ref] = req.InstanceKey
 	delete(f.exits, req.Ref)
 	kind, ok := f.start[req.Ref]
 	if !ok {
@@ -304,4 +307,11 @@ func (f *fakeRuntime) RefEnv(ref node.Ref) map[string]string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.refEnv[ref]
+}
+
+// Key is the instance key the last start of ref was given.
+func (f *fakeRuntime) Key(ref node.Ref) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.keys[ref]
 }

@@ -16,6 +16,8 @@ import (
 func setPrepared(gen *v1.Generation, v genView) {
 	switch {
 	case v.notOnNode != "":
+	case v.keyErr != nil:
+		setGenCondition(gen, v1.ConditionPrepared, metav1.ConditionFalse, keyReason(v.keyErr), "retrying: "+v.keyErr.Error())
 	case v.envErr != nil:
 		setGenCondition(gen, v1.ConditionPrepared, metav1.ConditionFalse, v1.ReasonEnvUnavailable, v.envErr.Error())
 	case v.prepareErr != nil:

@@ -37,9 +37,11 @@ type GenerationReconciler struct {
 	Reader   client.Reader // uncached, for Secrets and ConfigMaps
 	Runtime  node.Runtime
 	NodeName string
-	Recorder events.EventRecorder
-	Clock    clock.PassiveClock
-	Gate     hostgate.Gate
+	// KeyNamespace holds the Instances' key Secrets (instancekey).
+	KeyNamespace string
+	Recorder     events.EventRecorder
+	Clock        clock.PassiveClock
+	Gate         hostgate.Gate
 	// Grace is how long a retiring generation gets between SIGTERM and
 	// the kill.
 	Grace time.Duration
@@ -189,7 +191,13 @@ func (r *GenerationReconciler) start(ctx context.Context, s *generationScope) (c
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	key, err := r.generationKey(ctx, inst, gen)
+	if err != nil {
+		s.facts.keyErr = err // the gate held it: nothing was handed off, and retried
+		return ctrl.Result{}, err
+	}
 	req, err := startRequest(ctx, r.Reader, inst, refOf(gen), &gen.Spec.Template, g)
+	req.InstanceKey = key
 	if err != nil {
 		s.facts.envErr = err // nothing was handed off: proven not started, and retried
 		return ctrl.Result{}, err

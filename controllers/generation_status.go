@@ -23,6 +23,9 @@ type genFacts struct {
 	// envErr: the template's envFrom could not be read; nothing was
 	// handed off, and the start is retried.
 	envErr error
+	// keyErr: the instance key gate held the start (keyReason says
+	// which); nothing was handed off, and the start is retried.
+	keyErr error
 	// prepareErr: the node could not prepare the slot (a full disk, say);
 	// nothing was handed off, and the start is retried.
 	prepareErr error
@@ -127,7 +130,7 @@ func startPhase(phase v1.GenerationPhase, f genFacts) v1.GenerationPhase {
 	switch {
 	case f.notOnNode != "":
 		phase = v1.PhaseFailed
-	case f.envErr != nil, f.prepareErr != nil:
+	case f.envErr != nil, f.keyErr != nil, f.prepareErr != nil:
 		phase = v1.PhasePending
 	}
 	if p := f.prepared; p != nil && p.fresh {

@@ -42,9 +42,11 @@ type InstanceReconciler struct {
 	Reader   client.Reader
 	Runtime  node.Runtime
 	NodeName string
-	Recorder events.EventRecorder
-	Clock    clock.PassiveClock
-	Gate     hostgate.Gate
+	// KeyNamespace holds the Instances' key Secrets (instancekey).
+	KeyNamespace string
+	Recorder     events.EventRecorder
+	Clock        clock.PassiveClock
+	Gate         hostgate.Gate
 	// RoleEvents wakes an Instance when its seed or sidecar changed; the
 	// Generation reconciler feeds it from the runtime's events.
 	RoleEvents <-chan event.TypedGenericEvent[*v1.Instance]
@@ -98,7 +100,7 @@ func (r *InstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_
 	}()
 
 	phases := []instancePhase{r.gateOpen, r.ensureFinalizer, r.claimHost, r.releaseFormerHosts, r.suspendIfAsked, r.sleepOrWake, r.checkIdentity,
-		r.ensureSeed, r.lookElsewhere, r.ensureLatest, r.pruneHistory, r.advance, r.fallAsleepIfIdle}
+		r.awaitKey, r.ensureSeed, r.lookElsewhere, r.ensureLatest, r.pruneHistory, r.advance, r.fallAsleepIfIdle}
 	if !inst.DeletionTimestamp.IsZero() {
 		phases = []instancePhase{r.finalize}
 	}
@@ -243,7 +245,7 @@ func (r *InstanceReconciler) createGeneration(ctx context.Context, inst *v1.Inst
 		},
 		Spec: v1.GenerationSpec{
 			Instance: inst.Name, NodeName: inst.Spec.NodeName, Number: n, Host: inst.Spec.Host,
-			Template: *inst.Spec.Template.DeepCopy(),
+			KeyFingerprint: inst.Status.KeyFingerprint, Template: *inst.Spec.Template.DeepCopy(),
 		},
 	}
 	if err := controllerutil.SetControllerReference(inst, g, r.Client.Scheme()); err != nil {

@@ -32,8 +32,12 @@ func (s *instanceScope) roleRequest(ctx context.Context, ref node.Ref, role v1.R
 	if err != nil {
 		return node.StartRequest{}, err
 	}
+	key, err := roleKey(ctx, s.r.Reader, s.r.KeyNamespace, s.inst)
+	if err != nil {
+		return node.StartRequest{}, err
+	}
 	req, err := startRequest(ctx, s.r.Reader, s.inst, ref, &s.inst.Spec.Template, g)
-	req.Command, req.Args, req.Grace = role.Command, role.Args, time.Second
+	req.Command, req.Args, req.Grace, req.InstanceKey = role.Command, role.Args, time.Second, key
 	return req, err
 }
 

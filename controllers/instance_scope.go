@@ -123,6 +123,6 @@ func (s *instanceScope) retireAll(ctx context.Context, because string) (bool, er
 
 // swapFacts are what decideSwap reads of this reconcile.
 func (s *instanceScope) swapFacts() swapFacts {
-	return swapFacts{strategy: s.inst.Spec.Strategy, hash: templateHash(&s.inst.Spec.Template), host: s.inst.Spec.Host, gens: s.gens,
+	return swapFacts{strategy: s.inst.Spec.Strategy, hash: templateHash(&s.inst.Spec.Template), host: s.inst.Spec.Host, keyFingerprint: s.inst.Status.KeyFingerprint, gens: s.gens,
 		active: s.number(s.inst.Status.ActiveGeneration), latest: s.latest(), waking: s.inst.Status.WokenAt != nil}
 }

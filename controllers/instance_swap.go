@@ -31,6 +31,12 @@ func (r *InstanceReconciler) ensureLatest(ctx context.Context, s *instanceScope)
 		s.done = true // a Generation's change wakes us
 		return ctrl.Result{}, nil
 	case swapCreate:
+		if s.inst.Status.KeyFingerprint == "" {
+			s.note = note{reason: v1.ReasonInstanceKeyUnavailable, reconciling: true,
+				msg: fmt.Sprintf("generation %d waits for the instance key (status.keyFingerprint)", next)}
+			s.done = true // the key's status write wakes us
+			return ctrl.Result{}, nil
+		}
 		if d.raise {
 			parent := overlapTier(s.inst, s.inst.Spec.Template.Tier)
 			if err := r.Runtime.RaiseParent(ctx, s.ref(), parent); err != nil {

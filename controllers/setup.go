@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"cmp"
 	"fmt"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
 	"github.com/unitlet/unitlet/controllers/hostgate"
+	"github.com/unitlet/unitlet/internal/instancekey"
 	"github.com/unitlet/unitlet/runtime/boot"
 	"github.com/unitlet/unitlet/runtime/node"
 )
@@ -18,7 +20,10 @@ import (
 type Hosting struct {
 	Runtime  node.Runtime
 	NodeName string
-	Recorder events.EventRecorder
+	// KeyNamespace holds the Instances' key Secrets; "" is
+	// instancekey.DefaultNamespace.
+	KeyNamespace string
+	Recorder     events.EventRecorder
 	// Gate is consulted before new work; nil always accepts.
 	Gate hostgate.Gate
 	// Grace is how long a retiring generation gets between SIGTERM and
@@ -47,6 +52,7 @@ type Backoff struct{ Initial, Max time.Duration }
 // The agent, and every suite that runs the reconcilers, set up through
 // here, so none runs them wired differently.
 func SetupHosting(mgr ctrl.Manager, h Hosting) error {
+	keyNS := cmp.Or(h.KeyNamespace, instancekey.DefaultNamespace)
 	roleEvents := make(chan event.TypedGenericEvent[*v1.Instance], 64)
 	// Adoption first: it restores each Instance's fence from the cache,
 	// which must not undo a promotion a reconcile made meanwhile.
@@ -58,13 +64,13 @@ func SetupHosting(mgr ctrl.Manager, h Hosting) error {
 		return fmt.Errorf("adopter: %w", err)
 	}
 	if err := (&InstanceReconciler{
-		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Runtime: h.Runtime, NodeName: h.NodeName,
+		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Runtime: h.Runtime, NodeName: h.NodeName, KeyNamespace: keyNS,
 		Recorder: h.Recorder, Gate: h.Gate, RoleEvents: roleEvents, RestartBackoff: h.RestartBackoff, adopted: adopted,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("instance controller: %w", err)
 	}
 	if err := (&GenerationReconciler{
-		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Runtime: h.Runtime, NodeName: h.NodeName,
+		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Runtime: h.Runtime, NodeName: h.NodeName, KeyNamespace: keyNS,
 		Recorder: h.Recorder, Gate: h.Gate, Grace: h.Grace, ProbeInterval: h.ProbeInterval, ObserveEvery: h.ObserveEvery, RoleEvents: roleEvents, adopted: adopted,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("generation controller: %w", err)

@@ -55,6 +55,12 @@ func TestMain(m *testing.M) {
 	kube = testutil.API{Client: k8s, Every: pollEvery}
 	fake = newFakeRuntime()
 	ctx, cancel := context.WithCancel(context.Background())
+	// The cluster side's key minter, as `unitlet cluster` runs it: no
+	// Instance makes a generation without its key.
+	if err := startKeyMinter(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	if err := startAgent(ctx, testNode, fake); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

@@ -13,6 +13,9 @@ type swapFacts struct {
 	hash     string
 	// host is the Instance's spec.host, held by it (claimHost).
 	host string
+	// keyFingerprint is the Instance's key (status.keyFingerprint): a
+	// rotation makes a new generation as a template change does.
+	keyFingerprint string
 	// gens oldest first; active is the one serving (nil: none), latest
 	// the newest (nil: none yet).
 	gens           []*v1.Generation
@@ -134,10 +137,12 @@ func decideSwap(f swapFacts) swapDecision {
 	return d
 }
 
-// outdated: g was made of another template, or for another host (one
-// made before hosts were frozen serves the Instance's host, whichever).
+// outdated: g was made of another template, for another host (one made
+// before hosts were frozen serves the Instance's host, whichever), or
+// with another instance key (a rotation; no key yet changes nothing).
 func outdated(g *v1.Generation, f swapFacts) bool {
-	return g.Annotations[AnnotationTemplateHash] != f.hash || (g.Spec.Host != "" && g.Spec.Host != f.host)
+	return g.Annotations[AnnotationTemplateHash] != f.hash || (g.Spec.Host != "" && g.Spec.Host != f.host) ||
+		(f.keyFingerprint != "" && g.Spec.KeyFingerprint != f.keyFingerprint)
 }
 
 // unresolved: g's start was given up with its outcome unknown; nothing

@@ -54,6 +54,10 @@ func (b gb) rebooted() gb {
 	b.g.Status.Conditions = append(b.g.Status.Conditions, metav1.Condition{Type: v1.ConditionTerminated, Status: metav1.ConditionTrue, Reason: v1.ReasonNodeRebooted})
 	return b
 }
+func (b gb) key(fp string) gb {
+	b.g.Spec.KeyFingerprint = fp
+	return b
+}
 func (b gb) host(h string) gb {
 	b.g.Spec.Host = h
 	return b
@@ -85,6 +89,7 @@ func TestDecideSwap(t *testing.T) {
 		gens     []gb
 		active   int64
 		waking   bool
+		key      string // the Instance's status.keyFingerprint
 		want     decision
 	}{
 		"no generation yet": {
@@ -215,6 +220,22 @@ func TestDecideSwap(t *testing.T) {
 			gens: []gb{generation(1, "h").retired(RetiredIdle).gone()},
 			want: decision{Action: swapIdle},
 		},
+		"a rotated key makes a successor, as a template change does": {
+			gens: []gb{generation(1, "h").key("k1").ready()}, active: 1, key: "k2",
+			want: decision{Action: swapCreate, Raise: true},
+		},
+		"the same key: settled": {
+			gens: []gb{generation(1, "h").key("k1").ready()}, active: 1, key: "k1",
+			want: decision{Action: swapSettled, Sidecars: true},
+		},
+		"made before keys, a key minted since: a successor with it": {
+			gens: []gb{generation(1, "h").ready()}, active: 1, key: "k1",
+			want: decision{Action: swapCreate, Raise: true},
+		},
+		"no key read (yet): no successor for it": {
+			gens: []gb{generation(1, "h").key("k1").ready()}, active: 1,
+			want: decision{Action: swapSettled, Sidecars: true},
+		},
 		"a generation neither active nor latest is retired": {
 			gens: []gb{generation(1, "a").ready(), generation(2, "b").running(), generation(3, "h").running()}, active: 1,
 			want: decision{Action: swapAwaitReady, Target: 3, Stale: []int64{2}},
@@ -222,7 +243,7 @@ func TestDecideSwap(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			f := swapFacts{strategy: tc.strategy, hash: "h", host: "h.example.com", waking: tc.waking}
+			f := swapFacts{strategy: tc.strategy, hash: "h", host: "h.example.com", waking: tc.waking, keyFingerprint: tc.key}
 			if f.strategy == "" {
 				f.strategy = v1.StrategyOverlap
 			}

@@ -133,6 +133,8 @@ up() {
 cluster() {
   local k=("$KUBECTL" --kubeconfig "$KUBECONFIG_FILE")
   "${k[@]}" create namespace unitlet-system --dry-run=client -o yaml | "${k[@]}" apply -f - >/dev/null
+  # The Instances' keys: the cluster side mints them here, the agent reads them.
+  "${k[@]}" create namespace unitlet-keys --dry-run=client -o yaml | "${k[@]}" apply -f - >/dev/null
   "${k[@]}" apply -f "$ROOT/config/rbac/user_roles.yaml" >/dev/null
   "${k[@]}" apply -f - >/dev/null <<SVC
 apiVersion: v1
@@ -149,7 +151,7 @@ SVC
     log "relay started (pid $(cat "$DEV/relay.pid"), log $DEV/relay.log)"
   fi
   if ! alive "$DEV/cluster.pid"; then
-    "$BIN/unitlet" cluster --kubeconfig "$KUBECONFIG_FILE" --lease-namespace unitlet-system \
+    "$BIN/unitlet" cluster --kubeconfig "$KUBECONFIG_FILE" --lease-namespace unitlet-system --key-namespace unitlet-keys \
       --health-probe-bind-address 127.0.0.1:8091 --metrics-bind-address 0 >"$DEV/cluster.log" 2>&1 &
     echo $! >"$DEV/cluster.pid"
     log "cluster side (nodewatch, placement) started (pid $(cat "$DEV/cluster.pid"), log $DEV/cluster.log)"

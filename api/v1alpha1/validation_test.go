@@ -105,6 +105,8 @@ func TestInstanceValidation(t *testing.T) {
 			func(i *v1.Instance) { i.Spec.Template.Env = []v1.EnvVar{{Name: "MY-VAR", Value: "x"}} }, "env name must start with a letter or '_'"},
 		"env name reserved": {
 			func(i *v1.Instance) { i.Spec.Template.Env = []v1.EnvVar{{Name: "UNITLET_APP_SOCKET", Value: "x"}} }, "reserved for the platform"},
+		"instance key name reserved": {
+			func(i *v1.Instance) { i.Spec.Template.Env = []v1.EnvVar{{Name: v1.EnvInstanceKey, Value: "guess"}} }, "reserved for the platform"},
 		"env name duplicated": {
 			func(i *v1.Instance) {
 				i.Spec.Template.Env = []v1.EnvVar{{Name: "A", Value: "1"}, {Name: "A", Value: "2"}}

@@ -12,6 +12,7 @@ import (
 	"io"
 	"net/netip"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/unitlet/unitlet/runtime/identity"
@@ -52,6 +53,10 @@ type File struct {
 	// sandbox, whose other end the trampoline hands to the agent at
 	// Socket (a run's, for `run -t`).
 	Terminal *Terminal `json:"terminal,omitempty"`
+	// MemoryEnv, when set, is a file of KEY=VALUE lines beneath the run
+	// root (memory, root's, 0600) added to Env at exec: what must never be
+	// written to the node's disk, as this file is (the instance key).
+	MemoryEnv string `json:"memoryEnv,omitempty"`
 }
 
 // Terminal is where a run's terminal is handed to the agent.
@@ -130,6 +135,9 @@ func (f File) Validate() error {
 		if _, err := netip.ParseAddr(a); err != nil {
 			return bad("networkDeny: %v", err)
 		}
+	}
+	if f.MemoryEnv != "" && (!filepath.IsAbs(f.MemoryEnv) || filepath.Clean(f.MemoryEnv) != f.MemoryEnv) {
+		return bad("memoryEnv %q is not a clean absolute path", f.MemoryEnv)
 	}
 	for _, w := range f.Writable {
 		if !filepath.IsAbs(w) || filepath.Clean(w) != w || w == "/" {
@@ -214,4 +222,37 @@ func (f File) EnvMap() map[string]string {
 		}
 	}
 	return m
+}
+
+// WriteMemoryEnv writes env (KEY=VALUE entries) as dir/name, 0600, for
+// a launch file's MemoryEnv. dir is in the run root: memory, so nothing
+// is synced to a disk.
+func WriteMemoryEnv(dir, name string, env []string) error {
+	for _, e := range env {
+		if k, _, ok := strings.Cut(e, "="); !ok || k == "" || strings.ContainsAny(e, "\n\x00") {
+			return fmt.Errorf("%w: memory env entry is not one KEY=VALUE line", ErrInvalid)
+		}
+	}
+	return instancefs.WriteAtomicVolatile(dir, name, []byte(strings.Join(env, "\n")+"\n"), 0o600)
+}
+
+// WithMemoryEnv is f with its MemoryEnv file's entries added to Env (f
+// itself when it names none).
+func (f File) WithMemoryEnv() (File, error) {
+	if f.MemoryEnv == "" {
+		return f, nil
+	}
+	b, err := instancefs.ReadFile(filepath.Dir(f.MemoryEnv), filepath.Base(f.MemoryEnv))
+	if err != nil {
+		return f, fmt.Errorf("memory env: %w", err)
+	}
+	env := slices.Clone(f.Env)
+	for _, line := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+		if k, _, ok := strings.Cut(line, "="); !ok || k == "" || strings.IndexByte(line, 0) >= 0 {
+			return f, fmt.Errorf("%w: memory env %s: a line is not KEY=VALUE", ErrInvalid, f.MemoryEnv)
+		}
+		env = append(env, line)
+	}
+	f.Env = env
+	return f, nil
 }

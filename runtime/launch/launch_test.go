@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -125,4 +126,41 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("round trip (-first,+second):\n%s", d)
 		}
 	})
+}
+
+func TestWithMemoryEnv(t *testing.T) {
+	dir := t.TempDir()
+	tests := map[string]struct {
+		content string // "" and no file: none named
+		want    []string
+		wantErr bool
+	}{
+		"none named":    {want: []string{"A=1"}},
+		"entries added": {content: "K=v\nL=w=x\n", want: []string{"A=1", "K=v", "L=w=x"}},
+		"not KEY=VALUE": {content: "nokey\n", wantErr: true},
+		"empty key":     {content: "=v\n", wantErr: true},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			f := File{Env: []string{"A=1"}}
+			if tc.content != "" {
+				f.MemoryEnv = filepath.Join(dir, strings.ReplaceAll(name, " ", "-"))
+				if err := os.WriteFile(f.MemoryEnv, []byte(tc.content), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := f.WithMemoryEnv()
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err %v, want error %v", err, tc.wantErr)
+			}
+			if err == nil {
+				if d := cmp.Diff(tc.want, got.Env); d != "" {
+					t.Errorf("env (-want,+got):\n%s", d)
+				}
+			}
+		})
+	}
+	if err := WriteMemoryEnv(dir, "bad", []string{"K=two\nlines"}); err == nil {
+		t.Error("an entry of two lines was written")
+	}
 }

@@ -139,6 +139,11 @@ func (p Slot) key() string {
 // or launch.<role>.json.
 func (p Slot) LaunchFile() string { return "launch." + p.key() + ".json" }
 
+// MemoryEnvFile is the name, beneath the run dir (the run root is
+// memory, a tmpfs), of the env that must never be on the node's disk
+// (the instance key): memenv.gen.<n>, memenv.sidecar.<name>, ...
+func (p Slot) MemoryEnvFile() string { return "memenv." + p.key() }
+
 // ExitPrefix starts the names of this process's exit records in ExitDir:
 // exit.gen.<n>., exit.sidecar.<name>. or exit.<role>.. The trailing dot keeps g1 from matching
 // g10's records.

@@ -44,6 +44,7 @@ func (n *Node) Forget(ctx context.Context, ref Ref) error {
 	for _, suffix := range []string{record.StartSuffix, record.PidSuffix, record.ExitSuffix, record.ExecSuffix} {
 		errs = append(errs, removeFile(filepath.Join(li.ExitDir(), record.Name(p, suffix))))
 	}
+	errs = append(errs, removeFile(filepath.Join(li.RunDir(), p.MemoryEnvFile())))
 	for _, sock := range []string{p.LogSocket(), p.ErrLogSocket(), p.InSocket(), p.TerminalSocket(), p.LogFIFO()} {
 		if sock != "" {
 			errs = append(errs, removeFile(sock))

@@ -44,14 +44,17 @@ func GenerationRef(namespace, name string, n int64) Ref {
 // StartRequest is everything needed to prepare and start one slot.
 type StartRequest struct {
 	Ref
-	Host       string
-	Command    []string // argv prefix; Args follow, $(VAR) expanded from the env
-	Args       []string
-	SpecEnv    map[string]string // the Instance's own env layer
-	RefEnv     map[string]string // Secret/ConfigMap data, above SpecEnv
-	WorkingDir string
-	User       string         // "" for the Instance's own uid
-	Grant      identity.Grant // the administrator's word on User
+	Host    string
+	Command []string // argv prefix; Args follow, $(VAR) expanded from the env
+	Args    []string
+	SpecEnv map[string]string // the Instance's own env layer
+	RefEnv  map[string]string // Secret/ConfigMap data, above SpecEnv
+	// InstanceKey is given to the process as UNITLET_INSTANCE_KEY, above
+	// both ("": none).
+	InstanceKey string
+	WorkingDir  string
+	User        string         // "" for the Instance's own uid
+	Grant       identity.Grant // the administrator's word on User
 	// AllowMetadata: the template asks to reach the cloud metadata
 	// service; refused (ErrMetadataNotGranted) unless Grant allows it.
 	AllowMetadata bool

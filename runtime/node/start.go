@@ -76,7 +76,7 @@ func (n *Node) Start(ctx context.Context, req StartRequest) StartResult {
 		Instance: p.Instance(), Host: req.Host, Role: p.Role(), Generation: p.Generation(), Name: p.SidecarName(),
 		SocketGID: n.cfg.SocketGID,
 		App:       cred, RootInUserNamespace: userns, AllowMetadata: req.AllowMetadata,
-		SpecEnv: req.SpecEnv, RefEnv: req.RefEnv,
+		SpecEnv: req.SpecEnv, RefEnv: req.RefEnv, InstanceKey: req.InstanceKey,
 		Fence: in.fence.For(p.Generation()), State: n.stateFunc(in, p.Generation()),
 		LogFile: logFile, Logger: n.cfg.Log,
 	})

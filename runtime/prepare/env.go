@@ -31,10 +31,30 @@ const (
 	EnvHost          = "UNITLET_HOST"
 	EnvRole          = "UNITLET_ROLE"
 	EnvDataDir       = "UNITLET_DATA_DIR"
+	// EnvInstanceKey is the Instance's key (the API's v1.EnvInstanceKey):
+	// the same in every generation, seed and sidecar.
+	EnvInstanceKey = "UNITLET_INSTANCE_KEY"
 )
 
 // PlatformPrefix starts every key that belongs to the platform.
 const PlatformPrefix = "UNITLET_"
+
+// memoryEnvKeys are the env keys never written to the node's disk: the
+// launch file names a file of them in the run root (memory) instead.
+var memoryEnvKeys = []string{EnvInstanceKey}
+
+// splitMemoryEnv is env without memoryEnvKeys, and those as KEY=VALUE.
+func splitMemoryEnv(env map[string]string) (map[string]string, []string) {
+	rest := maps.Clone(env)
+	var memory []string
+	for _, k := range memoryEnvKeys {
+		if v, ok := rest[k]; ok {
+			memory = append(memory, k+"="+v)
+			delete(rest, k)
+		}
+	}
+	return rest, memory
+}
 
 // mergeEnv layers spec < refs < platform and records each key's layer. A
 // spec or refs key under PlatformPrefix is dropped, with a warning: a
@@ -73,6 +93,9 @@ func platformEnv(req Request, p layout.Slot, token, appSocket string) map[string
 		EnvHost:       req.Host,
 		EnvRole:       string(p.Role()),
 		EnvDataDir:    inst.DataDir(),
+	}
+	if req.InstanceKey != "" {
+		m[EnvInstanceKey] = req.InstanceKey
 	}
 	if p.Role() == layout.RoleSidecar {
 		// A sidecar is a helper beside the app (a log shipper, a proxy),

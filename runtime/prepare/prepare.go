@@ -47,6 +47,9 @@ type Request struct {
 	// SpecEnv is the Instance's env; RefEnv the referenced Secret and
 	// ConfigMap data. Platform variables win over both.
 	SpecEnv, RefEnv map[string]string
+	// InstanceKey is the Instance's key, given as EnvInstanceKey ("":
+	// none, a generation made before instance keys).
+	InstanceKey string
 	// Fence and State serve the control socket (run role only).
 	Fence control.Fence
 	State func() string
@@ -110,12 +113,22 @@ func (r *Result) EnvList() []string { return envList(r.Env) }
 // exactly Env as its environment, the request's identity, and the
 // instance's data and run dirs as the only writable paths.
 func (r *Result) WriteLaunch(host string, argv []string, workingDir string) error {
+	env, memory := splitMemoryEnv(r.Env)
 	expanded := make([]string, len(argv))
 	for i, a := range argv {
-		expanded[i] = Expand(a, r.Env)
+		// Not against the memory env: argv is in this file, and in every
+		// process's view of the node (/proc/<pid>/cmdline).
+		expanded[i] = Expand(a, env)
 	}
 	inst := r.Slot.Instance()
-	f := launch.File{Schema: launch.Schema, Host: host, Argv: expanded, Env: r.EnvList(), WorkingDir: workingDir,
+	var memoryFile string
+	if len(memory) > 0 {
+		if err := launch.WriteMemoryEnv(inst.RunDir(), r.Slot.MemoryEnvFile(), memory); err != nil {
+			return err
+		}
+		memoryFile = filepath.Join(inst.RunDir(), r.Slot.MemoryEnvFile())
+	}
+	f := launch.File{Schema: launch.Schema, Host: host, Argv: expanded, Env: envList(env), MemoryEnv: memoryFile, WorkingDir: workingDir,
 		Identity: r.identity, Writable: []string{inst.DataDir(), inst.RunDir()}, Listen: r.Listen,
 		NetworkDeny: r.networkDeny, Terminal: r.Terminal}
 	if r.userns {
@@ -330,6 +343,9 @@ func cmdEnv(res *Result, inst layout.Instance, gen int64) error {
 		return err
 	}
 	lf, err := launch.Read(inst.PrivateDir(), g.LaunchFile())
+	if err == nil {
+		lf, err = lf.WithMemoryEnv()
+	}
 	if err != nil {
 		return fmt.Errorf("cmd env from generation %d: %w", gen, err)
 	}

@@ -442,3 +442,79 @@ func TestLaunchFileWorld(t *testing.T) {
 		})
 	}
 }
+
+func TestInstanceKeyInEveryRole(t *testing.T) {
+	f := newFixture(t)
+	tests := map[string]struct {
+		role layout.Role
+		gen  int64
+		key  string
+		want map[string]Layer
+	}{
+		"app":             {role: layout.RoleApp, gen: 1, key: "k", want: map[string]Layer{"k": LayerPlatform}},
+		"seed":            {role: layout.RoleSeed, key: "k", want: map[string]Layer{"k": LayerPlatform}},
+		"sidecar":         {role: layout.RoleSidecar, key: "k", want: map[string]Layer{"k": LayerPlatform}},
+		"no key: no var":  {role: layout.RoleApp, gen: 2, want: map[string]Layer{}},
+		"no key, sidecar": {role: layout.RoleSidecar, want: map[string]Layer{}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			req := f.request(tc.role, tc.gen)
+			if tc.role == layout.RoleSidecar {
+				req.Name = "side"
+			}
+			req.InstanceKey = tc.key
+			// A user's forged value is never what the process gets.
+			req.RefEnv = map[string]string{EnvInstanceKey: "forged"}
+			req.SpecEnv = map[string]string{EnvInstanceKey: "forged"}
+			res := prepareOK(t, req)
+			got := map[string]Layer{}
+			if v, ok := res.Env[EnvInstanceKey]; ok {
+				got[v] = res.Layers[EnvInstanceKey]
+			}
+			if d := cmp.Diff(tc.want, got); d != "" {
+				t.Errorf("key in env (-want,+got):\n%s", d)
+			}
+		})
+	}
+}
+
+// The instance key is in no file on the node's disk: the launch file
+// (private dir, on disk) names a memory env file in the run dir (memory)
+// that holds it, root's alone; argv never expands it.
+func TestInstanceKeyNeverOnDisk(t *testing.T) {
+	f := newFixture(t)
+	req := f.request(layout.RoleApp, 1)
+	req.InstanceKey = "s3cr3t-instance-key"
+	res := prepareOK(t, req)
+	if err := res.WriteLaunch("shop.example.com", []string{"/bin/app", "--key=$(UNITLET_INSTANCE_KEY)"}, ""); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(f.inst.PrivateDir(), "launch.gen.1.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(raw), req.InstanceKey) {
+		t.Errorf("the launch file holds the key: %s", raw)
+	}
+	lf, err := launch.Read(f.inst.PrivateDir(), "launch.gen.1.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := filepath.Join(f.inst.RunDir(), "memenv.gen.1")
+	st, err := os.Stat(mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, err := lf.WithMemoryEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]any{"memoryEnv": lf.MemoryEnv, "mode": st.Mode().Perm(), "argv": lf.Argv,
+		"key at exec": full.EnvMap()[EnvInstanceKey], "key in the file's env": lf.EnvMap()[EnvInstanceKey]}
+	want := map[string]any{"memoryEnv": mem, "mode": os.FileMode(0o600), "argv": []string{"/bin/app", "--key=$(UNITLET_INSTANCE_KEY)"},
+		"key at exec": req.InstanceKey, "key in the file's env": ""}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("(-want,+got):\n%s", d)
+	}
+}

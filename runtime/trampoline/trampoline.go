@@ -73,6 +73,9 @@ func Main(args []string, stderr io.Writer) int {
 		return fail(ExitLaunchFile, "launch file: %v", err)
 	}
 	lf, err := launch.Read(filepath.Dir(abs), filepath.Base(abs))
+	if err == nil {
+		lf, err = lf.WithMemoryEnv()
+	}
 	if err != nil {
 		return fail(ExitLaunchFile, "launch file: %v", err)
 	}

@@ -389,3 +389,19 @@ func assertRefused(t *testing.T, code, wantCode int, stderr, marker string) {
 		}
 	}
 }
+
+// The memory env's entries reach the process as the launch file's do.
+func TestExecAddsTheMemoryEnv(t *testing.T) {
+	sock, file := logSocket(t, 1<<20)
+	mem := filepath.Join(t.TempDir(), "memenv.gen.1")
+	if err := launch.WriteMemoryEnv(filepath.Dir(mem), filepath.Base(mem), []string{"UNITLET_INSTANCE_KEY=k3y"}); err != nil {
+		t.Fatal(err)
+	}
+	lf := writeLaunch(t, launch.File{Schema: launch.Schema, Argv: []string{"/usr/bin/env"}, Env: []string{"A=1"}, MemoryEnv: mem})
+	if code, stderr := runExec(t, "--launch", lf, "--log-socket", sock); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if d := cmp.Diff([]string{"A=1", "UNITLET_INSTANCE_KEY=k3y"}, loggedLines(t, file, 2)); d != "" {
+		t.Errorf("env (-want,+got):\n%s", d)
+	}
+}

@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/unitlet/unitlet/internal/testkit/keyminter"
 	"github.com/unitlet/unitlet/internal/testkit/testenv"
 	"github.com/unitlet/unitlet/internal/testkit/testutil"
 )
@@ -74,6 +75,14 @@ func run(m *testing.M) int {
 	defer func() { _ = env.Stop() }()
 	k8s = env.Client
 	kube = testutil.API{Client: k8s, Every: pollEvery}
+	// The cluster side's key minter, as `unitlet cluster` runs it: no
+	// Instance makes a generation without its key.
+	keyCtx, stopKeys := context.WithCancel(context.Background())
+	defer stopKeys()
+	if err := keyminter.Start(keyCtx, env.Config); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	dir, err := os.MkdirTemp("", "unitlet-chaos-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/unitlet/unitlet/internal/testkit/agentproc"
+	"github.com/unitlet/unitlet/internal/testkit/keyminter"
 	"github.com/unitlet/unitlet/internal/testkit/relayproc"
 	"github.com/unitlet/unitlet/internal/testkit/testenv"
 	"github.com/unitlet/unitlet/internal/testkit/testutil"
@@ -49,6 +50,14 @@ func run(m *testing.M) int {
 	defer func() { _ = env.Stop() }()
 	k8s = env.Client
 	kube = testutil.API{Client: k8s, Every: pollEvery}
+	// The cluster side's key minter, as `unitlet cluster` runs it: no
+	// Instance makes a generation without its key.
+	keyCtx, stopKeys := context.WithCancel(context.Background())
+	defer stopKeys()
+	if err := keyminter.Start(keyCtx, env.Config); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	user, err := env.AddUser(envtest.User{Name: "e2e-admin", Groups: []string{"system:masters"}}, nil)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

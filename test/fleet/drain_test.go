@@ -26,7 +26,7 @@ func (f *fleet) drain(t *testing.T) {
 	}
 	loads := map[string]*testutil.Load{}
 	for _, n := range allowed {
-		addr := f.router.listen(t, n)
+		addr := f.router.listen(f.root, n)
 		body, err := httpGet(addr)
 		if err != nil {
 			t.Fatalf("%s through the router before the drain: %v", n, err)

@@ -28,6 +28,9 @@ const (
 
 // fleet is the state the steps share.
 type fleet struct {
+	// root is the whole suite's test: what must outlive one step (the
+	// agents, the router's listeners) is cleaned up when it ends.
+	root   *testing.T
 	nodes  map[string]*node
 	names  []string
 	router *router
@@ -40,7 +43,7 @@ type fleet struct {
 }
 
 func TestFleet(t *testing.T) {
-	f := &fleet{nodes: map[string]*node{}, movedByDrain: map[string]string{}}
+	f := &fleet{root: t, nodes: map[string]*node{}, movedByDrain: map[string]string{}}
 	f.router = newRouter(t)
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -60,7 +63,7 @@ func TestFleet(t *testing.T) {
 
 func (f *fleet) join(t *testing.T) {
 	for name, zone := range map[string]string{nodeA: "a", nodeB: "a", nodeC: "b"} {
-		f.nodes[name] = startNode(t, name, map[string]string{"zone": zone})
+		f.nodes[name] = startNode(t, f.root, name, map[string]string{"zone": zone})
 	}
 }
 
@@ -211,7 +214,7 @@ func (f *fleet) lose(t *testing.T) {
 // unmovable ones again.
 func (f *fleet) returns(t *testing.T) {
 	b := f.nodes[nodeB]
-	b.Start(t)
+	b.Start(f.root)
 	b.WaitReady(t, 90*time.Second)
 	testutil.Eventually(t, "the returned node's stale generations proven gone", 90*time.Second, 500*time.Millisecond, func() (bool, string) {
 		for _, n := range f.lost {
@@ -252,4 +255,3 @@ func (f *fleet) returns(t *testing.T) {
 	}
 	waitAllServing(t, f.lostNever, 90*time.Second)
 }
-

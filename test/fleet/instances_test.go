@@ -45,12 +45,12 @@ func appInstance(name, app string, moves v1.MovePolicy) *v1.Instance {
 	return &v1.Instance{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"app": app}},
 		Spec: v1.InstanceSpec{
-			Host:     name + ".fleet.example",
-			Strategy: v1.StrategyOverlap,
+			Host:      name + ".fleet.example",
+			Strategy:  v1.StrategyOverlap,
 			Placement: &v1.Placement{Moves: moves, LostAfterSeconds: ptr.To[int32](5)},
 			Template: v1.Template{
-				Command: []string{"/usr/bin/python3", "-c", appScript},
-				Tier:    v1.Tier{Memory: tierMemory, CPU: resource.MustParse("10m"), Pids: 64},
+				Command:   []string{"/usr/bin/python3", "-c", appScript},
+				Tier:      v1.Tier{Memory: tierMemory, CPU: resource.MustParse("10m"), Pids: 64},
 				Readiness: &v1.Readiness{Socket: &v1.SocketProbe{}, TimeoutSeconds: 60},
 			},
 			DrainLimitSeconds: ptr.To[int32](20),

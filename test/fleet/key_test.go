@@ -29,7 +29,7 @@ func (f *fleet) key(t *testing.T) {
 	}
 	sort.Strings(moved)
 	name := moved[0]
-	addr := f.router.listen(t, name)
+	addr := f.router.listen(f.root, name)
 	before := f.movedByDrain[name]
 	keyBefore := bodyKey(t, before)
 	secret := keySecret(t, name)
@@ -122,7 +122,7 @@ func (f *fleet) nextRefused(t *testing.T, name, reason string) int64 {
 // with key.
 func (f *fleet) waitServes(t *testing.T, name string, refused int64, key string) {
 	t.Helper()
-	addr := f.router.listen(t, name)
+	addr := f.router.listen(f.root, name)
 	testutil.Eventually(t, name+" serving again once its key is right", 2*time.Minute, 200*time.Millisecond, func() (bool, string) {
 		got := getInstance(t, name)
 		body, err := httpGet(addr)

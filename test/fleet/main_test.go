@@ -108,7 +108,7 @@ func startClusterSide(dir string) (stop func(), err error) {
 		return nil, err
 	}
 	cmd := exec.Command(testutil.AgentBinary(), "cluster", "--kubeconfig", kubeconfig,
-		"--lease-namespace", leaseNS, "--key-namespace", keyNS, "--move-settle", "2s",
+		"--lease-namespace", leaseNS, "--key-namespace", keyNS, "--move-settle", "2s", "--leader-elect",
 		"--health-probe-bind-address", "127.0.0.1:"+strconv.Itoa(probe))
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {

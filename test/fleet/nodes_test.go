@@ -32,22 +32,22 @@ type node struct {
 // startNode runs an agent as name with the DaemonSet's choices
 // (enrollment required, its Lease) and a reserve that leaves
 // allocatableMemory, approves and labels its Enrollment, and waits until
-// it hosts.
-func startNode(t *testing.T, name string, labels map[string]string) *node {
+// it hosts. The agent lives until root ends.
+func startNode(t, root *testing.T, name string, labels map[string]string) *node {
 	t.Helper()
-	a := agentproc.New(t, name, runID, kubeconfig)
+	a := agentproc.New(root, name, runID, kubeconfig)
 	reserve := machineMemory(t) - allocatableMemory
 	a.Args = []string{"--require-enrollment=true", "--lease-namespace", leaseNS,
 		"--reserved", "memory=" + strconv.FormatInt(reserve, 10)}
 	n := &node{Agent: a, labels: labels}
-	t.Cleanup(func() {
+	root.Cleanup(func() {
 		a.Stop(syscall.SIGTERM)
-		if t.Failed() {
+		if root.Failed() {
 			t.Logf("agent %s log (tail):\n%s", name, a.LogTail(40))
 		}
-		a.Sweep(t)
+		a.Sweep(root)
 	})
-	a.Start(t)
+	a.Start(root)
 	n.approve(t)
 	a.WaitReady(t, 90*time.Second)
 	testutil.Eventually(t, "Enrollment "+name+" hosting with its capacity", 60*time.Second, pollEvery, func() (bool, string) {

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
+	"github.com/unitlet/unitlet/internal/testkit/keyminter"
 	"github.com/unitlet/unitlet/internal/testkit/nodevm"
 	"github.com/unitlet/unitlet/internal/testkit/testenv"
 	"github.com/unitlet/unitlet/internal/testkit/testutil"
@@ -79,6 +80,13 @@ func run(m *testing.M) int {
 	defer func() { _ = env.Stop() }()
 	k8s = env.Client
 	kube = testutil.API{Client: k8s, Every: pollEvery}
+	// The cluster side's key minter, as `unitlet cluster` runs it: no
+	// Instance makes a generation without its key.
+	keyCtx, stopKeys := context.WithCancel(context.Background())
+	defer stopKeys()
+	if err := keyminter.Start(keyCtx, env.Config); err != nil {
+		return fail(err)
+	}
 	kubeconfig, err := agentCredentials(context.Background())
 	if err != nil {
 		return fail(err)
@@ -156,11 +164,11 @@ func agentCredentials(ctx context.Context) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The ClusterRole, then a Role per namespace the agent reads or writes
-	// in (its Lease; the instance keys).
+	// The ClusterRole, then a Role per namespace: the agent's own (its
+	// Lease) and the key namespace (a key Secret, get only).
 	docs := strings.Split(string(raw), "\n---\n")
 	if len(docs) < 2 {
-		return nil, fmt.Errorf("config/rbac/role.yaml: %d documents, want the ClusterRole and its Roles", len(docs))
+		return nil, fmt.Errorf("config/rbac/role.yaml: %d documents, want the ClusterRole and the Roles", len(docs))
 	}
 	var role rbacv1.ClusterRole
 	if err := yaml.Unmarshal([]byte(docs[0]), &role); err != nil {
@@ -177,17 +185,12 @@ func agentCredentials(ctx context.Context) ([]byte, error) {
 		if err := yaml.Unmarshal([]byte(doc), nsRole); err != nil {
 			return nil, err
 		}
-		objs = append(objs, nsRole, &rbacv1.RoleBinding{ObjectMeta: nsRole.ObjectMeta, Subjects: subjects,
-			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: nsRole.Name}})
+		objs = append(objs, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: nsRole.Namespace}}, nsRole,
+			&rbacv1.RoleBinding{ObjectMeta: nsRole.ObjectMeta, Subjects: subjects,
+				RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: nsRole.Name}})
 	}
 	for _, o := range objs {
-		if r, ok := o.(*rbacv1.Role); ok {
-			ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.Namespace}}
-			if err := k8s.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
-				return nil, fmt.Errorf("create namespace %s: %w", r.Namespace, err)
-			}
-		}
-		if err := k8s.Create(ctx, o); err != nil {
+		if err := k8s.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
 			return nil, fmt.Errorf("create %T: %w", o, err)
 		}
 	}

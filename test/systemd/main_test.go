@@ -27,6 +27,7 @@ import (
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
 	"github.com/unitlet/unitlet/controllers"
 	"github.com/unitlet/unitlet/internal/scheme"
+	"github.com/unitlet/unitlet/internal/testkit/keyminter"
 	"github.com/unitlet/unitlet/internal/testkit/systemdboot"
 	"github.com/unitlet/unitlet/internal/testkit/testenv"
 	"github.com/unitlet/unitlet/internal/testkit/testutil"
@@ -109,6 +110,14 @@ func run(m *testing.M) int {
 	defer func() { _ = env.Stop() }()
 	k8s = env.Client
 	kube = testutil.API{Client: k8s, Every: pollEvery}
+	// The cluster side's key minter, as `unitlet cluster` runs it: no
+	// Instance makes a generation without its key.
+	keyCtx, stopKeys := context.WithCancel(context.Background())
+	defer stopKeys()
+	if err := keyminter.Start(keyCtx, env.Config); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 
 	bootCtx, cancelBoot := context.WithTimeout(context.Background(), 30*time.Second)
 	sys, err = systemdboot.Start(bootCtx, systemdboot.Options{Writable: []string{lay.StateRoot, lay.RunRoot}})

@@ -1,0 +1,187 @@
+package instancekey
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1 "github.com/unitlet/unitlet/api/v1alpha1"
+	"github.com/unitlet/unitlet/internal/instancekey"
+)
+
+// Reconciler keeps one key Secret per Instance and the Instance's
+// status.keyFingerprint in step with it.
+type Reconciler struct {
+	// Client reads Instances and the key namespace's Secrets from the
+	// manager's cache (which holds that namespace's Secrets only).
+	Client client.Client
+	// Reader confirms, uncached, that a key Secret is gone before saying
+	// so: the cache may not hold one just made.
+	Reader       client.Reader
+	KeyNamespace string
+	Recorder     events.EventRecorder
+}
+
+// The Role in the key namespace only: no Secret elsewhere is read.
+// +kubebuilder:rbac:groups="",namespace=unitlet-keys,resources=secrets,verbs=get;list;watch;create;update;delete
+// +kubebuilder:rbac:groups=hosting.unitlet.dev,resources=instances,verbs=get;list;watch
+// +kubebuilder:rbac:groups=hosting.unitlet.dev,resources=instances/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconcile mints, rotates or sweeps the key of one Instance.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	inst := &v1.Instance{}
+	if err := r.Client.Get(ctx, req.NamespacedName, inst); err != nil {
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{}, r.sweep(ctx, req.NamespacedName, "")
+		}
+		return ctrl.Result{}, err
+	}
+	// A former Instance of the same name had another UID: its key goes.
+	if err := r.sweep(ctx, req.NamespacedName, instancekey.SecretName(inst.UID)); err != nil {
+		return ctrl.Result{}, err
+	}
+	if !inst.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil // the key stays until the Instance is gone
+	}
+	secret, err := r.secret(ctx, inst)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	p := decide(secret, inst.Status.KeyFingerprint, inst.Annotations[v1.AnnotationRotateKey])
+	switch {
+	case p.lost:
+		ctrl.LoggerFrom(ctx).Info("instance key Secret is gone: no generation starts until a rotation mints a new key",
+			"secret", instancekey.SecretName(inst.UID))
+		r.event(inst, corev1.EventTypeWarning, "InstanceKeyLost", "Mint",
+			"key Secret %s/%s is gone: annotate %s to mint a new key", r.KeyNamespace, instancekey.SecretName(inst.UID), v1.AnnotationRotateKey)
+		return ctrl.Result{}, nil
+	case p.mint:
+		if p.fingerprint, err = r.mint(ctx, inst, secret, p); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	return ctrl.Result{}, r.writeStatus(ctx, inst, p.fingerprint)
+}
+
+// secret is the Instance's key Secret, nil when there is none (confirmed
+// uncached: a missing one may mean a lost key).
+func (r *Reconciler) secret(ctx context.Context, inst *v1.Instance) (*corev1.Secret, error) {
+	key := types.NamespacedName{Namespace: r.KeyNamespace, Name: instancekey.SecretName(inst.UID)}
+	s := &corev1.Secret{}
+	err := r.Client.Get(ctx, key, s)
+	if apierrors.IsNotFound(err) {
+		err = r.Reader.Get(ctx, key, s)
+	}
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("key secret %s: %w", key, err)
+	}
+	return s, nil
+}
+
+// mint writes a new key into the Secret (made, or replaced on the
+// version read: a concurrent change is retried from a fresh read) and
+// returns its fingerprint.
+func (r *Reconciler) mint(ctx context.Context, inst *v1.Instance, secret *corev1.Secret, p plan) (string, error) {
+	key, err := instancekey.New()
+	if err != nil {
+		return "", err
+	}
+	fp := instancekey.Fingerprint(key)
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: r.KeyNamespace, Name: instancekey.SecretName(inst.UID)}}
+	if secret != nil {
+		s = secret.DeepCopy()
+	}
+	s.Labels = map[string]string{instancekey.LabelInstanceNamespace: inst.Namespace, v1.LabelInstance: inst.Name}
+	s.Annotations = map[string]string{instancekey.AnnotationFingerprint: fp, instancekey.AnnotationRotatedFor: p.rotatedFor}
+	if p.previous != "" {
+		s.Annotations[instancekey.AnnotationPrevious] = p.previous
+	}
+	s.Type = corev1.SecretTypeOpaque
+	s.Data = map[string][]byte{instancekey.DataKey: key}
+	verb := "rotated"
+	if secret == nil {
+		verb = "minted"
+		err = r.Client.Create(ctx, s)
+	} else {
+		err = r.Client.Update(ctx, s)
+	}
+	if err != nil {
+		return "", fmt.Errorf("key secret %s/%s: %w", s.Namespace, s.Name, err)
+	}
+	ctrl.LoggerFrom(ctx).Info("instance key "+verb, "secret", s.Name, "fingerprint", fp)
+	r.event(inst, corev1.EventTypeNormal, "InstanceKey", "Mint", "instance key %s (fingerprint %s)", verb, fp)
+	return fp, nil
+}
+
+// writeStatus sets status.keyFingerprint on the version read: the agent
+// writes the same status, and a conflict is retried from a fresh read.
+func (r *Reconciler) writeStatus(ctx context.Context, inst *v1.Instance, fp string) error {
+	if fp == "" || inst.Status.KeyFingerprint == fp {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(inst.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	inst.Status.KeyFingerprint = fp
+	if err := r.Client.Status().Patch(ctx, inst, patch); err != nil {
+		return fmt.Errorf("instance key fingerprint: %w", client.IgnoreNotFound(err))
+	}
+	return nil
+}
+
+// sweep deletes the key Secrets of the Instance inst names but keep:
+// cross-namespace owner references are not allowed, so a key is found by
+// its Instance's labels.
+func (r *Reconciler) sweep(ctx context.Context, inst types.NamespacedName, keep string) error {
+	var list corev1.SecretList
+	if err := r.Client.List(ctx, &list, client.InNamespace(r.KeyNamespace), client.MatchingLabels{
+		instancekey.LabelInstanceNamespace: inst.Namespace, v1.LabelInstance: inst.Name,
+	}); err != nil {
+		return fmt.Errorf("key secrets of %s: %w", inst, err)
+	}
+	for i := range list.Items {
+		s := &list.Items[i]
+		if s.Name == keep {
+			continue
+		}
+		if err := r.Client.Delete(ctx, s, client.Preconditions{UID: &s.UID}); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("delete key secret %s: %w", s.Name, err)
+		}
+		ctrl.LoggerFrom(ctx).Info("key of a gone Instance deleted", "secret", s.Name)
+	}
+	return nil
+}
+
+func (r *Reconciler) event(obj *v1.Instance, typ, reason, action, note string, args ...any) {
+	if r.Recorder != nil {
+		r.Recorder.Eventf(obj, nil, typ, reason, action, note, args...)
+	}
+}
+
+// SetupWithManager watches Instances and the key Secrets, mapped to their
+// Instance by label, so a Secret changed or deleted by hand is looked at.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	toInstance := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		ns, name := o.GetLabels()[instancekey.LabelInstanceNamespace], o.GetLabels()[v1.LabelInstance]
+		if o.GetNamespace() != r.KeyNamespace || ns == "" || name == "" {
+			return nil
+		}
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("instancekey").
+		For(&v1.Instance{}).
+		Watches(&corev1.Secret{}, toInstance).
+		Complete(r)
+}
