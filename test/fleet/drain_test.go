@@ -24,6 +24,11 @@ func (f *fleet) drain(t *testing.T) {
 	if len(allowed) == 0 || len(never) == 0 {
 		t.Fatalf("node %s holds %d movable and %d unmovable Instances; the step needs both", nodeA, len(allowed), len(never))
 	}
+	// The router reaches this machine's sockets only: the VM takes no
+	// moves.
+	if run := testutil.Plugin(t, kubeconfig, "cordon", nodeVM); run.Code() != 0 {
+		t.Fatalf("cordon %s: %s%s", nodeVM, run.Stdout(), run.Stderr())
+	}
 	loads := map[string]*testutil.Load{}
 	for _, n := range allowed {
 		addr := f.router.listen(f.root, n)

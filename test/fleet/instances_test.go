@@ -37,7 +37,7 @@ signal.signal(signal.SIGTERM, lambda *a: threading.Timer(2.0, srv.shutdown).star
 srv.serve_forever()
 `
 
-// tierMemory is each Instance's tier: 48 of them fit a node.
+// tierMemory is each Instance's tier: 64 of them fit a node.
 var tierMemory = resource.MustParse("64Mi")
 
 // appInstance is an unpinned Instance of the fleet's app.

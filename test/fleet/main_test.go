@@ -1,10 +1,11 @@
-// Package fleet runs a fleet on this machine against one real API server:
-// three real agents (the unitlet binary, direct backend, enrollment
-// required, each its own node name, roots, cgroup root and Lease) and the
+// Package fleet runs a fleet against one real API server: three real
+// agents on this machine (the unitlet binary, direct backend, enrollment
+// required, each its own node name, roots, cgroup root and Lease), the
+// node VM's agent (systemd as PID 1, the DaemonSet's arguments) and the
 // cluster side (`unitlet cluster`: nodewatch, placement, moves, instance
 // keys). It places unpinned Instances, drains a node under load through a
 // front end that routes by status, loses a node and brings it back, and
-// follows the instance key across moves.
+// follows the instance key across moves and the VM's reboot.
 package fleet
 
 import (
@@ -17,10 +18,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/unitlet/unitlet/internal/testkit/testenv"
 	"github.com/unitlet/unitlet/internal/testkit/testutil"
@@ -30,6 +33,7 @@ var (
 	env        *testenv.Env
 	k8s        client.Client
 	kubeconfig string
+	adminRaw   []byte
 	runID      = strconv.Itoa(os.Getpid())
 	// clusterLog is the cluster side's output, shown when a step fails.
 	clusterLog string
@@ -45,6 +49,8 @@ const (
 func TestMain(m *testing.M) { os.Exit(run(m)) }
 
 func run(m *testing.M) int {
+	// The router's informer logs through controller-runtime: quiet here.
+	ctrllog.SetLogger(logr.Discard())
 	if _, err := testutil.Preflight("fleet", "the agents create cgroups"); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -72,6 +78,14 @@ func run(m *testing.M) int {
 			return 1
 		}
 	}
+	// The VM boots while the suite starts; the first step waits for it.
+	go bootVM(adminRaw)
+	defer func() {
+		<-vmReady
+		if vm != nil {
+			vm.Close()
+		}
+	}()
 	stop, err := startClusterSide(dir)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -90,7 +104,7 @@ func writeKubeconfig(dir string) error {
 	if err != nil {
 		return err
 	}
-	kubeconfig = filepath.Join(dir, "admin.kubeconfig")
+	kubeconfig, adminRaw = filepath.Join(dir, "admin.kubeconfig"), raw
 	return os.WriteFile(kubeconfig, raw, 0o600)
 }
 

@@ -21,7 +21,7 @@ import (
 // allocatableMemory is what each node of the suite offers Instances: the
 // machine's memory less a reserve, so that every node of this one machine
 // has the same, small capacity and placement has to share it out.
-const allocatableMemory = 3 << 30
+const allocatableMemory = 4 << 30
 
 // node is one agent of the fleet and the labels of its Enrollment.
 type node struct {
@@ -48,24 +48,31 @@ func startNode(t, root *testing.T, name string, labels map[string]string) *node 
 		a.Sweep(root)
 	})
 	a.Start(root)
-	n.approve(t)
+	approve(t, name, labels)
 	a.WaitReady(t, 90*time.Second)
-	testutil.Eventually(t, "Enrollment "+name+" hosting with its capacity", 60*time.Second, pollEvery, func() (bool, string) {
-		enr := enrollment(t, name)
+	waitHosting(t, name, time.Minute)
+	return n
+}
+
+// waitHosting waits until node's Enrollment says it hosts and what it
+// offers.
+func waitHosting(t *testing.T, node string, limit time.Duration) {
+	t.Helper()
+	testutil.Eventually(t, "Enrollment "+node+" hosting with its capacity", limit, pollEvery, func() (bool, string) {
+		enr := enrollment(t, node)
 		if enr.Status.Mode != v1.ModeHosting || enr.Status.Allocatable.Memory().IsZero() {
 			return false, fmt.Sprintf("mode %q, allocatable %v", enr.Status.Mode, enr.Status.Allocatable)
 		}
 		return true, ""
 	})
-	return n
 }
 
-// approve approves and labels the node's Enrollment once its agent made it.
-func (n *node) approve(t *testing.T) {
+// approve approves and labels node's Enrollment once its agent made it.
+func approve(t *testing.T, node string, labels map[string]string) {
 	t.Helper()
-	testutil.Eventually(t, "Enrollment "+n.Node+" approved", 60*time.Second, pollEvery, testutil.Succeeds(func() error {
+	testutil.Eventually(t, "Enrollment "+node+" approved", 3*time.Minute, pollEvery, testutil.Succeeds(func() error {
 		var enr v1.Enrollment
-		if err := k8s.Get(context.Background(), client.ObjectKey{Name: n.Node}, &enr); err != nil {
+		if err := k8s.Get(context.Background(), client.ObjectKey{Name: node}, &enr); err != nil {
 			return err
 		}
 		patch := client.MergeFrom(enr.DeepCopy())
@@ -73,7 +80,7 @@ func (n *node) approve(t *testing.T) {
 		if enr.Labels == nil {
 			enr.Labels = map[string]string{}
 		}
-		for k, v := range n.labels {
+		for k, v := range labels {
 			enr.Labels[k] = v
 		}
 		return k8s.Patch(context.Background(), &enr, patch)

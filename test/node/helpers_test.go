@@ -100,7 +100,7 @@ func (h *hold) release(t testing.TB) {
 func guestLayout(t testing.TB, name string) layout.Instance {
 	t.Helper()
 	lay := layout.Layout{}
-	for _, a := range agentArgs {
+	for _, a := range agent.Args {
 		if v, ok := strings.CutPrefix(a, "--state-root="); ok {
 			lay.StateRoot = v
 		} else if v, ok := strings.CutPrefix(a, "--run-root="); ok {

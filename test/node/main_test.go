@@ -10,12 +10,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -34,13 +32,9 @@ import (
 // which on a real node is its hostname too.
 const nodeName = nodevm.Hostname
 
-// Where the agent lives in the guest: the binary where the DaemonSet's
-// init container copies it, credentials where a kubelet-less service
-// would keep them.
 const (
-	agentBinary     = "/var/lib/unitlet/bin/unitlet"
-	agentKubeconfig = "/etc/unitlet/kubeconfig"
-	agentService    = "unitlet-agent.service"
+	// agentService is the agent's service in the guest.
+	agentService = nodevm.AgentService
 	// frontPort is nginx's port in the guest (the front end's).
 	frontPort = 8088
 )
@@ -54,11 +48,8 @@ var (
 	k8s  client.Client
 	kube testutil.API
 	vm   *nodevm.VM
-	// agentArgs are the DaemonSet's arguments for this node.
-	agentArgs []string
-	// agentBinds are the DaemonSet's host paths mounted elsewhere in the
-	// container, as "host:container".
-	agentBinds []string
+	// agent is how the DaemonSet runs the agent on this node.
+	agent nodevm.Agent
 	// probePort is the guest port of /healthz and /readyz.
 	probePort int
 )
@@ -71,9 +62,10 @@ func run(m *testing.M) int {
 	if err != nil {
 		return fail(err)
 	}
-	if agentArgs, agentBinds, probePort, err = daemonSetArgs(nodeName); err != nil {
+	if agent, err = nodevm.DaemonSetAgent(nodeName); err != nil {
 		return fail(err)
 	}
+	probePort = agent.ProbePort
 	if env, err = testenv.Start(); err != nil {
 		return fail(err)
 	}
@@ -101,7 +93,7 @@ func run(m *testing.M) int {
 	}
 	defer vm.Close()
 	fmt.Printf("test/node: guest booted to ssh in %s\n", vm.Booted.Round(100*time.Millisecond))
-	if err := installAgent(ctx, exe, kubeconfig); err != nil {
+	if err := vm.InstallAgent(ctx, exe, kubeconfig, agent); err != nil {
 		fmt.Fprintln(os.Stderr, vm.ConsoleTail(40))
 		return fail(err)
 	}
@@ -112,47 +104,6 @@ func run(m *testing.M) int {
 	}
 	fmt.Printf("test/node: boot, install and flows took %s\n", time.Since(started).Round(time.Second))
 	return code
-}
-
-// daemonSetArgs reads the agent container's arguments from the shipped
-// DaemonSet, with $(NODE_NAME) as the kubelet would expand it, the host
-// paths it mounts at another path, and the probe port.
-func daemonSetArgs(node string) (args, binds []string, port int, err error) {
-	raw, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "config", "manager", "daemonset.yaml"))
-	if err != nil {
-		return nil, nil, 0, err
-	}
-	var ds appsv1.DaemonSet
-	if err := yaml.UnmarshalStrict(raw, &ds); err != nil {
-		return nil, nil, 0, fmt.Errorf("config/manager/daemonset.yaml: %w", err)
-	}
-	hostPaths := map[string]string{}
-	for _, v := range ds.Spec.Template.Spec.Volumes {
-		if v.HostPath != nil {
-			hostPaths[v.Name] = v.HostPath.Path
-		}
-	}
-	for _, c := range ds.Spec.Template.Spec.Containers {
-		if c.Name != "agent" {
-			continue
-		}
-		for _, a := range c.Args {
-			a = strings.ReplaceAll(a, "$(NODE_NAME)", node)
-			if v, ok := strings.CutPrefix(a, "--health-probe-bind-address=:"); ok {
-				port, _ = strconv.Atoi(v)
-			}
-			args = append(args, a)
-		}
-		for _, m := range c.VolumeMounts {
-			if h, ok := hostPaths[m.Name]; ok && h != m.MountPath {
-				binds = append(binds, h+":"+m.MountPath)
-			}
-		}
-	}
-	if len(args) == 0 || port == 0 {
-		return nil, nil, 0, fmt.Errorf("no agent container with a probe port in config/manager/daemonset.yaml")
-	}
-	return args, binds, port, nil
 }
 
 // agentCredentials makes the agent's user, bound to the shipped
@@ -204,45 +155,4 @@ func agentCredentials(ctx context.Context) ([]byte, error) {
 	}
 	// envtest's serving certificate names localhost only.
 	return nodevm.GuestKubeconfig(kc, "localhost")
-}
-
-// installAgent puts the binary and credentials in the guest and starts
-// the agent as a service with the DaemonSet's arguments. Restart=always
-// stands in for the kubelet restarting a container.
-func installAgent(ctx context.Context, exe string, kubeconfig []byte) error {
-	bin, err := os.ReadFile(exe)
-	if err != nil {
-		return err
-	}
-	if err := vm.WriteFile(ctx, agentBinary, bin, 0o755); err != nil {
-		return err
-	}
-	if err := vm.WriteFile(ctx, agentKubeconfig, kubeconfig, 0o600); err != nil {
-		return err
-	}
-	// The container's view of host paths mounted elsewhere is the
-	// service's own mount namespace; everything it hands systemd stays a
-	// host path, as in the pod.
-	binds := ""
-	for _, b := range agentBinds {
-		binds += "BindPaths=" + b + "\n"
-	}
-	unit := fmt.Sprintf(`[Unit]
-Description=unitlet agent, as the DaemonSet runs it
-After=network-online.target dbus.service
-StartLimitIntervalSec=0
-
-[Service]
-ExecStart=%s %s --kubeconfig=%s
-%sRestart=always
-RestartSec=1
-
-[Install]
-WantedBy=multi-user.target
-`, agentBinary, strings.Join(agentArgs, " "), agentKubeconfig, binds)
-	if err := vm.WriteFile(ctx, "/etc/systemd/system/"+agentService, []byte(unit), 0o644); err != nil {
-		return err
-	}
-	_, err = vm.Run(ctx, "systemctl daemon-reload && systemctl enable --now "+agentService)
-	return err
 }

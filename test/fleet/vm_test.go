@@ -1,0 +1,139 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/unitlet/unitlet/api/v1alpha1"
+	"github.com/unitlet/unitlet/internal/testkit/nodevm"
+	"github.com/unitlet/unitlet/internal/testkit/testutil"
+)
+
+// nodeVM is the fourth node: the Debian VM (systemd as PID 1, pure cgroup
+// v2) running the agent with the DaemonSet's arguments. Its sockets are
+// not on this machine, so the router does not reach it: it is cordoned
+// before the drain, and its own step is a reboot.
+const nodeVM = nodevm.Hostname
+
+// vmAllocatable is what the VM's agent offers Instances.
+const vmAllocatable = 640 << 20
+
+var (
+	vm *nodevm.VM
+	// vmReady is closed once the VM booted and its agent was installed;
+	// vmErr says why not.
+	vmReady = make(chan struct{})
+	vmErr   error
+)
+
+// bootVM boots the node VM and installs its agent, in the background of
+// the suite's start; the first step waits for it.
+func bootVM(adminKubeconfig []byte) {
+	defer close(vmReady)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	agent, err := nodevm.DaemonSetAgent(nodeVM)
+	if err != nil {
+		vmErr = err
+		return
+	}
+	kc, err := nodevm.GuestKubeconfig(adminKubeconfig, "localhost")
+	if err != nil {
+		vmErr = err
+		return
+	}
+	if vm, err = nodevm.Boot(ctx, nodevm.Options{Forward: []int{agent.ProbePort}, Reboots: true}); err != nil {
+		vmErr = fmt.Errorf("boot the node VM: %w", err)
+		return
+	}
+	out, err := vm.Run(ctx, "awk '/^MemTotal:/ {print $2}' /proc/meminfo")
+	if err != nil {
+		vmErr = err
+		return
+	}
+	kb, err := strconv.ParseInt(strings.TrimSpace(out), 10, 64)
+	if err != nil {
+		vmErr = fmt.Errorf("guest MemTotal %q: %w", out, err)
+		return
+	}
+	reserve := "--reserved=memory=" + strconv.FormatInt(kb<<10-vmAllocatable, 10)
+	if err := vm.InstallAgent(ctx, testutil.AgentBinary(), kc, agent, reserve, "--lease-namespace="+leaseNS, "--key-namespace="+keyNS); err != nil {
+		vmErr = fmt.Errorf("install the agent in the node VM: %w", err)
+	}
+}
+
+// joinVM waits for the VM, approves and labels its Enrollment and waits
+// until it hosts.
+func (f *fleet) joinVM(t *testing.T) {
+	<-vmReady
+	if vmErr != nil {
+		if vm != nil {
+			t.Logf("console (tail):\n%s", vm.ConsoleTail(30))
+		}
+		t.Fatal(vmErr)
+	}
+	approve(t, nodeVM, map[string]string{"zone": "vm"})
+	waitHosting(t, nodeVM, 3*time.Minute)
+	f.root.Cleanup(func() {
+		if f.root.Failed() {
+			out, _ := vm.Run(context.Background(), "journalctl -u "+nodevm.AgentService+" --no-pager -n 60 -o cat")
+			t.Logf("the VM agent's last log lines:\n%s", out)
+		}
+	})
+}
+
+// reboot pins an unmovable Instance to the VM, resets the VM under it and
+// checks that the generation that serves after the boot was given the
+// key the one before had.
+func (f *fleet) reboot(t *testing.T) {
+	inst := appInstance("vm-keeper", "keeper", v1.MovesNever)
+	inst.Spec.NodeName = nodeVM
+	if err := k8s.Create(context.Background(), inst); err != nil {
+		t.Fatal(err)
+	}
+	waitAllServing(t, []string{"vm-keeper"}, 3*time.Minute)
+	before := getInstance(t, "vm-keeper")
+	keyBefore := guestKey(t, before)
+	if got := string(keySecret(t, "vm-keeper").Data["key"]); got != keyBefore {
+		t.Fatalf("vm-keeper runs with key %q, its Secret holds %q", keyBefore, got)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	took, err := vm.Reboot(ctx, nodevm.HardReset)
+	if err != nil {
+		t.Fatalf("reboot: %v\n%s", err, vm.ConsoleTail(30))
+	}
+	t.Logf("node VM reset; ssh again after %s", took.Round(time.Second))
+	testutil.Eventually(t, "vm-keeper serving a generation of the new boot", 5*time.Minute, time.Second, func() (bool, string) {
+		got := getInstance(t, "vm-keeper")
+		return serving(got) && got.Status.ActiveGeneration > before.Status.ActiveGeneration,
+			fmt.Sprintf("active %d: %s", got.Status.ActiveGeneration, testutil.Conditions(got.Status.Conditions))
+	})
+	after := getInstance(t, "vm-keeper")
+	if got := guestKey(t, after); got != keyBefore {
+		t.Errorf("after the reboot generation %d runs with key %q; generation %d had %q",
+			after.Status.ActiveGeneration, got, before.Status.ActiveGeneration, keyBefore)
+	}
+}
+
+// guestKey is the UNITLET_INSTANCE_KEY in the environment of inst's
+// serving generation's main process, read in the guest.
+func guestKey(t *testing.T, inst *v1.Instance) string {
+	t.Helper()
+	g := &v1.Generation{}
+	name := fmt.Sprintf("%s-%d", inst.Name, inst.Status.ActiveGeneration)
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, g); err != nil {
+		t.Fatal(err)
+	}
+	if g.Status.MainPID == 0 || !meta.IsStatusConditionTrue(g.Status.Conditions, v1.ConditionReady) {
+		t.Fatalf("generation %s: main PID %d, %s", name, g.Status.MainPID, testutil.Conditions(g.Status.Conditions))
+	}
+	return vm.MustRun(t, fmt.Sprintf("tr '\\0' '\\n' </proc/%d/environ | sed -n 's/^%s=//p'", g.Status.MainPID, v1.EnvInstanceKey))
+}
