@@ -51,7 +51,7 @@ func appInstance(name, app string, moves v1.MovePolicy) *v1.Instance {
 			Template: v1.Template{
 				Command:   []string{"/usr/bin/python3", "-c", appScript},
 				Tier:      v1.Tier{Memory: tierMemory, CPU: resource.MustParse("10m"), Pids: 64},
-				Readiness: &v1.Readiness{Socket: &v1.SocketProbe{}, TimeoutSeconds: 60},
+				Readiness: &v1.Readiness{Socket: &v1.SocketProbe{}, TimeoutSeconds: 180},
 			},
 			DrainLimitSeconds: ptr.To[int32](20),
 		},
@@ -100,7 +100,7 @@ func waitAllServing(t *testing.T, names []string, limit time.Duration) {
 		for _, n := range names {
 			inst := getInstance(t, n)
 			if !serving(inst) {
-				waiting = append(waiting, n+" ("+testutil.Conditions(inst.Status.Conditions)+")")
+				waiting = append(waiting, n+" on "+inst.Spec.NodeName+" ("+testutil.Conditions(inst.Status.Conditions)+"; newest generation: "+newestGeneration(t, n)+")")
 			}
 		}
 		if len(waiting) > 0 {
@@ -108,6 +108,22 @@ func waitAllServing(t *testing.T, names []string, limit time.Duration) {
 		}
 		return true, ""
 	})
+}
+
+// newestGeneration says what the newest generation of inst says of
+// itself, for a failure's message.
+func newestGeneration(t testing.TB, inst string) string {
+	var newest *v1.Generation
+	gens := generations(t, inst)
+	for i := range gens {
+		if newest == nil || gens[i].Spec.Number > newest.Spec.Number {
+			newest = &gens[i]
+		}
+	}
+	if newest == nil {
+		return "none"
+	}
+	return fmt.Sprintf("%d %s %s", newest.Spec.Number, newest.Status.Phase, testutil.Conditions(newest.Status.Conditions))
 }
 
 // oldGenerationsGone: every generation of inst on node is proven gone.

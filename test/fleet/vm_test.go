@@ -22,8 +22,9 @@ import (
 // before the drain, and its own step is a reboot.
 const nodeVM = nodevm.Hostname
 
-// vmAllocatable is what the VM's agent offers Instances.
-const vmAllocatable = 640 << 20
+// vmAllocatable is what the VM's agent offers Instances: five of them.
+// The guest is emulated on two shared cores, where an app's start is slow.
+const vmAllocatable = 320 << 20
 
 var (
 	vm *nodevm.VM
