@@ -17,24 +17,32 @@ import (
 	"github.com/unitlet/unitlet/internal/testkit/testutil"
 )
 
-// appScript answers every GET with its generation and the instance key it
-// was given, and on SIGTERM serves on for two seconds (what it accepted
-// finishes) before it stops.
+// appScript answers every request with its generation and the instance
+// key it was given, and on SIGTERM serves on for two seconds (what it
+// accepted finishes) before it stops. It imports little and runs with -S:
+// its tier's CPU is small and the node VM is emulated.
 const appScript = `
-import http.server, os, signal, socketserver, threading
+import os, signal, socket, threading
 body = ("gen=%s key=%s\n" % (os.environ.get("UNITLET_GENERATION", "?"), os.environ.get("UNITLET_INSTANCE_KEY", ""))).encode()
-class H(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        self.send_response(200); self.send_header("Content-Length", str(len(body))); self.end_headers(); self.wfile.write(body)
-    def log_message(self, *a): pass
-class S(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
-    daemon_threads = True
-    request_queue_size = 512
-    def get_request(self):
-        c, _ = self.socket.accept(); return c, ("unix", 0)
-srv = S(os.environ["UNITLET_APP_SOCKET"], H)
-signal.signal(signal.SIGTERM, lambda *a: threading.Timer(2.0, srv.shutdown).start())
-srv.serve_forever()
+answer = b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(body), body)
+srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+srv.bind(os.environ["UNITLET_APP_SOCKET"])
+srv.listen(512)
+def one(c):
+    try:
+        got = b""
+        while b"\r\n\r\n" not in got:
+            part = c.recv(4096)
+            if not part:
+                break
+            got += part
+        c.sendall(answer)
+    finally:
+        c.close()
+signal.signal(signal.SIGTERM, lambda *a: threading.Timer(2.0, lambda: os._exit(0)).start())
+while True:
+    c, _ = srv.accept()
+    threading.Thread(target=one, args=(c,), daemon=True).start()
 `
 
 // tierMemory is each Instance's tier: 64 of them fit a node.
@@ -51,7 +59,7 @@ func appInstance(name, app string, moves v1.MovePolicy) *v1.Instance {
 			Template: v1.Template{
 				Command:   []string{"/usr/bin/python3", "-c", appScript},
 				Tier:      v1.Tier{Memory: tierMemory, CPU: resource.MustParse("10m"), Pids: 64},
-				Readiness: &v1.Readiness{Socket: &v1.SocketProbe{}, TimeoutSeconds: 180},
+				Readiness: &v1.Readiness{Socket: &v1.SocketProbe{}, TimeoutSeconds: 240},
 			},
 			DrainLimitSeconds: ptr.To[int32](20),
 		},
