@@ -2,8 +2,7 @@ package fleet
 
 import (
 	"context"
-	"fmt"
-	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -97,15 +96,11 @@ func (f *fleet) drain(t *testing.T) {
 
 // httpGet is one GET of http://addr/ and its body.
 func httpGet(addr string) (string, error) {
-	c := &http.Client{Timeout: 5 * time.Second}
-	resp, err := c.Get("http://" + addr + "/")
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		return string(b), fmt.Errorf("status %s", resp.Status)
-	}
-	return string(b), err
+	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "tcp", addr)
+		},
+	}}
+	return testutil.Get(c, "/")
 }

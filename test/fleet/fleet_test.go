@@ -70,10 +70,14 @@ func (f *fleet) join(t *testing.T) {
 }
 
 // place applies fleetSize Instances without a node: a third with moves
-// Never, a sixth selecting zone b, three apps to spread.
+// Never, a sixth selecting zone b, three apps to spread; the last few
+// select the node VM, whose guest is emulated: they ask a tier the
+// trampoline starts in there, and they are applied once the others are
+// placed (the VM is cordoned until then), so that no small-CPU Instance
+// lands on it.
 func (f *fleet) place(t *testing.T) {
 	apps := []string{"alpha", "beta", "gamma"}
-	for i := range fleetSize {
+	for i := range fleetSize - vmShare {
 		moves := v1.MovesAllowed
 		if i%3 == 2 {
 			moves = v1.MovesNever
@@ -88,6 +92,18 @@ func (f *fleet) place(t *testing.T) {
 		f.names = append(f.names, inst.Name)
 	}
 	waitAllServing(t, f.names, 4*time.Minute)
+	if run := testutil.Plugin(t, kubeconfig, "uncordon", nodeVM); run.Code() != 0 {
+		t.Fatalf("uncordon %s: %s%s", nodeVM, run.Stdout(), run.Stderr())
+	}
+	for i := range vmShare {
+		inst := vmInstance(fmt.Sprintf("app-vm-%d", i), apps[i%len(apps)])
+		inst.Spec.Placement.NodeSelector = map[string]string{"zone": "vm"}
+		if err := k8s.Create(context.Background(), inst); err != nil {
+			t.Fatal(err)
+		}
+		f.names = append(f.names, inst.Name)
+	}
+	waitAllServing(t, f.names, 5*time.Minute)
 
 	perNode := map[string]int{}
 	perApp := map[string]sets.Set[string]{}
@@ -99,8 +115,8 @@ func (f *fleet) place(t *testing.T) {
 		if on != inst.Spec.NodeName {
 			t.Errorf("%s serves on %s but is bound to %s", inst.Name, on, inst.Spec.NodeName)
 		}
-		if sel := inst.Spec.Placement.NodeSelector; sel != nil && on != nodeC {
-			t.Errorf("%s selects zone b and runs on %s", inst.Name, on)
+		if zone := inst.Spec.Placement.NodeSelector["zone"]; (zone == "b" && on != nodeC) || (zone == "vm" && on != nodeVM) {
+			t.Errorf("%s selects zone %s and runs on %s", inst.Name, zone, on)
 		}
 		if c := meta.FindStatusCondition(inst.Status.Conditions, v1.ConditionScheduled); c == nil || c.Status != "True" || c.Reason != v1.ReasonBound {
 			t.Errorf("%s: Scheduled = %v, want True/Bound", inst.Name, c)

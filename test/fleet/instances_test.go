@@ -45,8 +45,10 @@ while True:
     threading.Thread(target=one, args=(c,), daemon=True).start()
 `
 
-// tierMemory is each Instance's tier: 64 of them fit a node.
-var tierMemory = resource.MustParse("64Mi")
+// tierMemory is each Instance's tier (as the samples': what an app and
+// the page cache its start reads take on a cgroup v2 node): 56 of them
+// fit a node of this machine, 5 the VM.
+var tierMemory = resource.MustParse("128Mi")
 
 // appInstance is an unpinned Instance of the fleet's app.
 func appInstance(name, app string, moves v1.MovePolicy) *v1.Instance {

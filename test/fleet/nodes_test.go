@@ -21,7 +21,7 @@ import (
 // allocatableMemory is what each node of the suite offers Instances: the
 // machine's memory less a reserve, so that every node of this one machine
 // has the same, small capacity and placement has to share it out.
-const allocatableMemory = 4 << 30
+const allocatableMemory = 7 << 30
 
 // node is one agent of the fleet and the labels of its Enrollment.
 type node struct {
@@ -37,6 +37,10 @@ func startNode(t, root *testing.T, name string, labels map[string]string) *node 
 	t.Helper()
 	a := agentproc.New(root, name, runID, kubeconfig)
 	reserve := machineMemory(t) - allocatableMemory
+	if reserve < 0 {
+		t.Fatalf("the suite gives each of its three nodes %d MiB of this machine's %d MiB for Instances: too little memory here",
+			allocatableMemory>>20, machineMemory(t)>>20)
+	}
 	a.Args = []string{"--require-enrollment=true", "--lease-namespace", leaseNS,
 		"--reserved", "memory=" + strconv.FormatInt(reserve, 10)}
 	n := &node{Agent: a, labels: labels}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
@@ -22,9 +23,21 @@ import (
 // before the drain, and its own step is a reboot.
 const nodeVM = nodevm.Hostname
 
-// vmAllocatable is what the VM's agent offers Instances: five of them.
-// The guest is emulated on two shared cores, where an app's start is slow.
-const vmAllocatable = 320 << 20
+// vmAllocatable is what the VM's agent offers Instances: room for
+// vmShare and vm-keeper.
+const vmAllocatable = 1 << 30
+
+// vmShare is how many of the fleet's Instances select the VM.
+const vmShare = 5
+
+// vmInstance is an Instance for the emulated guest: there even the
+// trampoline's start (the unitlet binary's) takes seconds of CPU, so it
+// asks a tier of 300m, not the fleet's 30m.
+func vmInstance(name, app string) *v1.Instance {
+	inst := appInstance(name, app, v1.MovesNever)
+	inst.Spec.Template.Tier.CPU = resource.MustParse("300m")
+	return inst
+}
 
 var (
 	vm *nodevm.VM
@@ -82,10 +95,18 @@ func (f *fleet) joinVM(t *testing.T) {
 	}
 	approve(t, nodeVM, map[string]string{"zone": "vm"})
 	waitHosting(t, nodeVM, 3*time.Minute)
+	// Cordoned until the Instances of this machine's nodes are placed.
+	if run := testutil.Plugin(t, kubeconfig, "cordon", nodeVM); run.Code() != 0 {
+		t.Fatalf("cordon %s: %s%s", nodeVM, run.Stdout(), run.Stderr())
+	}
 	f.root.Cleanup(func() {
 		if f.root.Failed() {
-			out, _ := vm.Run(context.Background(), "journalctl -u "+nodevm.AgentService+" --no-pager -n 60 -o cat")
+			out, _ := vm.Run(context.Background(), "journalctl -u "+nodevm.AgentService+" --no-pager -n 40 -o cat")
 			t.Logf("the VM agent's last log lines:\n%s", out)
+			out, _ = vm.Run(context.Background(), `ps -eo pid,stat,wchan:24,rss,args | grep -v '\]$' | tail -40; `+
+				`for u in $(systemctl list-units --plain --no-legend 'unitlet-default-*' | awk '{print $1}' | head -3); do `+
+				`systemctl status --no-pager -n 15 "$u"; cat /sys/fs/cgroup/$(systemctl show -p ControlGroup --value "$u")/memory.events; done`)
+			t.Logf("the VM's processes and units:\n%s", out)
 		}
 	})
 }
@@ -94,7 +115,7 @@ func (f *fleet) joinVM(t *testing.T) {
 // checks that the generation that serves after the boot was given the
 // key the one before had.
 func (f *fleet) reboot(t *testing.T) {
-	inst := appInstance("vm-keeper", "keeper", v1.MovesNever)
+	inst := vmInstance("vm-keeper", "keeper")
 	inst.Spec.NodeName = nodeVM
 	if err := k8s.Create(context.Background(), inst); err != nil {
 		t.Fatal(err)
