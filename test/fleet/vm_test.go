@@ -10,7 +10,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
 	"github.com/unitlet/unitlet/internal/testkit/nodevm"
@@ -149,11 +148,17 @@ func (f *fleet) reboot(t *testing.T) {
 // serving generation's main process, read in the guest.
 func guestKey(t *testing.T, inst *v1.Instance) string {
 	t.Helper()
-	g := &v1.Generation{}
-	name := fmt.Sprintf("%s-%d", inst.Name, inst.Status.ActiveGeneration)
-	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, g); err != nil {
-		t.Fatal(err)
+	var g *v1.Generation
+	gens := generations(t, inst.Name)
+	for i := range gens {
+		if gens[i].Spec.Number == inst.Status.ActiveGeneration {
+			g = &gens[i]
+		}
 	}
+	if g == nil {
+		t.Fatalf("%s: no generation %d", inst.Name, inst.Status.ActiveGeneration)
+	}
+	name := g.Name
 	if g.Status.MainPID == 0 || !meta.IsStatusConditionTrue(g.Status.Conditions, v1.ConditionReady) {
 		t.Fatalf("generation %s: main PID %d, %s", name, g.Status.MainPID, testutil.Conditions(g.Status.Conditions))
 	}
