@@ -9,10 +9,12 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
 	"github.com/unitlet/unitlet/internal/nodelease"
@@ -206,9 +208,17 @@ func (f *fleet) lose(t *testing.T) {
 	}
 	f.nodes[nodeB].Stop(syscall.SIGKILL)
 	killed := time.Now()
-	// The Lease runs out nodelease.Duration after its last renewal;
-	// lostAfterSeconds (5) later they move; 30 s is the bound.
-	limit := nodelease.Duration + 5*time.Second + 30*time.Second
+	// The Lease runs out nodelease.Duration after its last renewal; the
+	// issue's bound is lostAfterSeconds (5) + 30 s after that.
+	lease := &coordinationv1.Lease{}
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: leaseNS, Name: nodeB}, lease); err != nil {
+		t.Fatal(err)
+	}
+	expiry, ok := nodelease.Expiry(lease)
+	if !ok {
+		t.Fatalf("node %s's Lease has no renewal: %+v", nodeB, lease.Spec)
+	}
+	limit := time.Until(expiry.Add(5*time.Second + 30*time.Second))
 	testutil.Eventually(t, "node "+nodeB+"'s movable Instances serving elsewhere", limit, 500*time.Millisecond, func() (bool, string) {
 		for _, n := range allowed {
 			inst := getInstance(t, n)
@@ -218,7 +228,8 @@ func (f *fleet) lose(t *testing.T) {
 		}
 		return true, ""
 	})
-	t.Logf("%d movable Instances of the lost node serve elsewhere %s after the kill", len(allowed), time.Since(killed).Round(time.Second))
+	t.Logf("the Lease ran out %s after the kill; its movable Instances served elsewhere %s after that",
+		expiry.Sub(killed).Round(time.Second), time.Since(expiry).Round(time.Second))
 	for _, n := range never {
 		inst := getInstance(t, n)
 		c := meta.FindStatusCondition(inst.Status.Conditions, v1.ConditionReady)
