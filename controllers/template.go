@@ -34,7 +34,7 @@ const (
 // Why a Generation was retired.
 const (
 	RetiredSuperseded  = "Superseded"
-	RetiredSuspended   = "Suspended"
+	RetiredSuspended   = v1.RetiredSuspended
 	RetiredSwapAborted = "SwapAborted"
 	// RetiredExited: it ended on its own while it served (or while it
 	// was to replace one that had), and a successor with the same

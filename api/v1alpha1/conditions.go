@@ -196,6 +196,9 @@ const AnnotationRotateKey = "hosting.unitlet.dev/rotate-key"
 // (Superseded, Suspended, SwapAborted, Exited, Idle, NodeRebooted, Moved).
 const AnnotationRetiredBecause = "hosting.unitlet.dev/retired-because"
 
+// RetiredSuspended: the Instance was suspended.
+const RetiredSuspended = "Suspended"
+
 // RetiredMoved: the Instance moved to another node and serves there; the
 // cluster side retired this generation of the old node.
 const RetiredMoved = "Moved"

@@ -71,11 +71,12 @@ func Decide(f Facts) Plan {
 		if len(left) == 0 {
 			return p
 		}
-		if wait := f.Settle - f.Now.Sub(f.ServingSince); f.ServingSince.IsZero() || wait > 0 {
-			p.Wait = max(wait, time.Millisecond)
-			if f.ServingSince.IsZero() {
-				p.Wait = f.Settle
-			}
+		since := f.ServingSince
+		if since.IsZero() {
+			since = f.Now // first seen serving now
+		}
+		if wait := f.Settle - f.Now.Sub(since); wait > 0 {
+			p.Wait = wait
 			return p
 		}
 		p.Retire = left

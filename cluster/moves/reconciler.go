@@ -89,7 +89,7 @@ func (r *Reconciler) retire(ctx context.Context, inst *v1.Instance, g *v1.Genera
 	}
 	because := v1.RetiredMoved
 	if inst.Spec.Suspend {
-		because = "Suspended"
+		because = v1.RetiredSuspended
 	}
 	g.Annotations[v1.AnnotationRetiredBecause] = because
 	if err := r.Client.Patch(ctx, g, patch); err != nil {

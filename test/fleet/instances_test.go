@@ -121,19 +121,9 @@ func waitAllServing(t *testing.T, names []string, limit time.Duration) {
 }
 
 // newestGeneration says what the newest generation of inst says of
-// itself, for a failure's message.
+// newestGeneration is what the newest Generation of inst reports.
 func newestGeneration(t testing.TB, inst string) string {
-	var newest *v1.Generation
-	gens := generations(t, inst)
-	for i := range gens {
-		if newest == nil || gens[i].Spec.Number > newest.Spec.Number {
-			newest = &gens[i]
-		}
-	}
-	if newest == nil {
-		return "none"
-	}
-	return fmt.Sprintf("%d %s %s", newest.Spec.Number, newest.Status.Phase, testutil.Conditions(newest.Status.Conditions))
+	return testutil.NewestGeneration(generations(t, inst))
 }
 
 // oldGenerationsGone: every generation of inst on node is proven gone.

@@ -217,17 +217,7 @@ func rebootGenerations(t *testing.T, name string) []v1.Generation {
 }
 
 // newestGeneration says what the Instance's newest Generation reports:
-// why a swap waits is in its Started and Ready conditions.
+// newestGeneration is what the newest Generation of name reports.
 func newestGeneration(t *testing.T, name string) string {
-	var newest *v1.Generation
-	gens := rebootGenerations(t, name)
-	for n := range gens {
-		if newest == nil || gens[n].Spec.Number > newest.Spec.Number {
-			newest = &gens[n]
-		}
-	}
-	if newest == nil {
-		return "none"
-	}
-	return fmt.Sprintf("%d %s %s", newest.Spec.Number, newest.Status.Phase, testutil.Conditions(newest.Status.Conditions))
+	return testutil.NewestGeneration(rebootGenerations(t, name))
 }

@@ -144,3 +144,19 @@ func (a API) SwapUnderLoad(t testing.TB, name, addr string, workers int, min int
 	}
 	return l
 }
+
+// NewestGeneration says what the newest of gens reports of itself
+// ("none" without any): why a swap waits is in its Started and Ready
+// conditions, for a failure's message.
+func NewestGeneration(gens []v1.Generation) string {
+	var newest *v1.Generation
+	for i := range gens {
+		if newest == nil || gens[i].Spec.Number > newest.Spec.Number {
+			newest = &gens[i]
+		}
+	}
+	if newest == nil {
+		return "none"
+	}
+	return fmt.Sprintf("%d %s %s", newest.Spec.Number, newest.Status.Phase, Conditions(newest.Status.Conditions))
+}
