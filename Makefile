@@ -131,7 +131,7 @@ chaos: deps control-plane build ## Faults against real agents: SIGKILLs over cre
 BENCH_N ?= 1000
 
 .PHONY: bench
-bench: deps control-plane build ## Whole-system figures: N Instances applied, swapped and deleted; the raw primitives beside them (docs/benchmarks.md).
+bench: deps control-plane build ## Whole-system figures: N Instances applied, swapped and deleted; the raw primitives beside them (docs/reports/benchmarks.md).
 	go run ./hack/bench -n $(BENCH_N) $(BENCH_ARGS)
 
 .PHONY: fuzz

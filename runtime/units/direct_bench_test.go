@@ -18,7 +18,7 @@ import (
 // the last start was killed. Every start execs the unitlet binary twice
 // (shim, trampoline), each exec tens of milliseconds of CPU in package
 // init on this VM, so a burst keeps both cores busy with the start-ups
-// of earlier starts (docs/benchmarks.md).
+// of earlier starts (docs/reports/benchmarks.md).
 var benchPaces = []struct {
 	name  string
 	pause time.Duration

@@ -216,9 +216,9 @@ func deleteOne(t *testing.T) {
 	leftOnNode(t, "ledger")
 }
 
-// uninstall removes what config/default installed, in the order the
-// README gives: the Instances first, while the agent runs to release their
-// finalizers, then the rest.
+// uninstall removes what config/default installed, in the order
+// docs/operator-guide.md gives: the Instances first, while the agent runs
+// to release their finalizers, then the rest.
 func uninstall(t *testing.T) {
 	kubectl(t, "delete", "inst", "--all", "--all-namespaces", "--timeout=180s")
 	leftOnNode(t, "shop")

@@ -43,7 +43,7 @@ import (
 // through the API server (connection kept: no process start), and the
 // agent's own log and run asked directly over mutual TLS with the relay's
 // client certificate, as the relay asks (connection kept). p50 and p90
-// per operation (docs/benchmarks.md):
+// per operation (docs/reports/benchmarks.md):
 //
 //	go test -count=1 -run '^$' -bench PluginThroughRelay -benchtime 50x ./test/e2e/
 func BenchmarkPluginThroughRelay(b *testing.B) {

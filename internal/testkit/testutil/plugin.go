@@ -44,8 +44,9 @@ type Kubectl func(t testing.TB, args ...string) string
 
 // Roles a test binds its plugin users to: the built-in view and edit
 // where a controller-manager aggregates unitlet's roles into them (a
-// cluster, as README tells an administrator), unitlet-view and
-// unitlet-edit themselves where none runs (a bare API server).
+// cluster, as docs/operator-guide.md tells an administrator),
+// unitlet-view and unitlet-edit themselves where none runs (a bare API
+// server).
 type Roles struct{ View, Edit string }
 
 var (
