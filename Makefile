@@ -67,6 +67,8 @@ verify: manifests generate dashboards ## Fail when generated files are stale.
 	@# What each room may import (runtime/ no Kubernetes, api/ nothing of
 	@# the module, the node side not nodewatch...): hack/import-restrictions.yaml.
 	go run ./hack/importcheck
+	@# Links in the docs resolve inside the repository (files, anchors).
+	go run ./hack/checklinks README.md $$(find docs -name '*.md' | sort)
 
 .PHONY: build
 build: plugin ## Build the unitlet binary, its small per-unit helper (unitlet-shim) and the kubectl plugin (kubectl-unitlet).
