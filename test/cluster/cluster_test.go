@@ -39,7 +39,7 @@ func TestDaemonSet(t *testing.T) {
 		{Name: "evict: the agent pod deleted mid-swap, 0 failed requests", Run: evictMidSwap},
 		{Name: "rollout during a mass swap: 20 Overlap swaps settle", Run: massRollout},
 		{Name: "delete: an Instance leaves nothing on the node", Run: deleteOne},
-		{Name: "uninstall: Instances first, then config/default", Run: uninstall},
+		{Name: "uninstall: Instances first, then install.yaml", Run: uninstall},
 	})
 }
 
