@@ -24,6 +24,12 @@ VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 
 LDFLAGS     := -X github.com/unitlet/unitlet/internal/version.Version=$(VERSION)
 # The agent image install.yaml and `make deploy` set (a tag or @sha256:...).
 IMG         ?= unitlet.dev/unitlet:dev
+# Where build-installer writes config/default with IMG set.
+INSTALLER   ?= dist/install.yaml
+# The release `make test` cuts and checks (test/release) and installs
+# (test/cluster): in bin/, so a release cut in dist/ is never overwritten.
+TEST_RELEASE_VERSION ?= v0.0.0-test
+TEST_RELEASE_DIR     := $(BIN)/release-test
 KUBECTL     ?= $(shell command -v kubectl 2>/dev/null || echo $(BIN)/kubectl)
 
 .PHONY: all
@@ -90,14 +96,18 @@ cluster-binaries: ## Build kubelet, kube-controller-manager and kube-scheduler f
 	hack/build-control-plane.sh cluster
 
 .PHONY: deps
-deps: ## Install the Debian packages tests need (systemd, dbus, openssl, nginx, prometheus) when missing.
-	hack/deps.sh
+deps: ## Install the Debian packages the tests use (systemd, dbus, nginx, QEMU, debootstrap, prometheus...) when missing.
+	hack/deps.sh test
 	hack/prometheus-tests.sh --install
+
+.PHONY: deps-run
+deps-run: ## Install only what `make run` uses (openssl, curl) when missing.
+	hack/deps.sh run
 
 ##@ Test
 
 .PHONY: test
-test: deps control-plane cluster-binaries build image node-vm-image ## Everything: unit, envtest, fuzz smoke, kubectl checks, the node VM, the cluster.
+test: deps control-plane cluster-binaries build image test-release-dist node-vm-image ## Everything: unit, envtest, fuzz smoke, kubectl checks, the node VM, the cluster.
 	go test -count=1 -timeout 20m $$(go list ./... | grep -v '/test/')
 	@# The end-to-end suites drive real agents, systemd and load: one at a
 	@# time, so a zero-failure swap is measured on a machine that is not
@@ -108,8 +118,16 @@ test: deps control-plane cluster-binaries build image node-vm-image ## Everythin
 	$(MAKE) --no-print-directory verify
 
 .PHONY: test-cluster
-test-cluster: deps control-plane cluster-binaries image node-vm-image ## Only test/cluster: config/default deployed on a kubelet in the node VM.
+test-cluster: deps control-plane cluster-binaries image test-release-dist node-vm-image ## Only test/cluster: a release's install.yaml and image deployed on a kubelet in the node VM.
 	go test -count=1 -timeout 40m -v ./test/cluster/
+
+.PHONY: test-release-dist
+test-release-dist: ## Cut a release (TEST_RELEASE_VERSION) into bin/release-test for test/release and test/cluster.
+	DIST=$(TEST_RELEASE_DIR) hack/release.sh $(TEST_RELEASE_VERSION) >/dev/null
+
+.PHONY: test-release
+test-release: test-release-dist ## Only test/release: the release's artifacts, digests, platforms and versions.
+	go test -count=1 -v ./test/release/
 
 .PHONY: test-fleet
 test-fleet: deps control-plane build ## Only test/fleet: three agents and the cluster side on this machine; placement, drain under load, a lost node, the instance key.
@@ -157,7 +175,7 @@ node-vm-down: ## Power off the VM that `make node-vm` booted.
 ##@ Run
 
 .PHONY: dev-up
-dev-up: deps control-plane ## Start a local kube-apiserver + etcd and install the CRDs.
+dev-up: deps-run control-plane ## Start a local kube-apiserver + etcd and install the CRDs.
 	hack/dev.sh up
 
 .PHONY: dev-down
@@ -215,10 +233,10 @@ undeploy: ## Remove what deploy applied (ignore-not-found=true to ignore missing
 .PHONY: build-installer
 build-installer: ## Write dist/install.yaml: config/default with the agent image set to IMG.
 	@# An overlay outside config/, so the tree is not edited.
-	rm -rf $(BIN)/installer && mkdir -p $(BIN)/installer dist
+	rm -rf $(BIN)/installer && mkdir -p $(BIN)/installer $(dir $(INSTALLER))
 	printf 'resources:\n  - ../../config/default\n' >$(BIN)/installer/kustomization.yaml
 	cd $(BIN)/installer && $(KUSTOMIZE) edit set image unitlet.dev/unitlet=$(IMG)
-	$(KUSTOMIZE) build $(BIN)/installer >dist/install.yaml.tmp && mv dist/install.yaml.tmp dist/install.yaml
+	$(KUSTOMIZE) build $(BIN)/installer >$(INSTALLER).tmp && mv $(INSTALLER).tmp $(INSTALLER)
 	rm -rf $(BIN)/installer
 
 .PHONY: release

@@ -20,7 +20,9 @@ cd "$ROOT"
 IMAGE_NAME="${IMAGE_NAME:-unitlet.dev/unitlet}"
 # Where the krew manifest says the archives are downloaded from.
 RELEASE_URL="${RELEASE_URL:-https://github.com/unitlet/unitlet/releases/download/$VERSION}"
-DIST="$ROOT/dist"
+# DIST: where the release goes (make test writes a test release elsewhere,
+# so a release cut in dist/ is not overwritten).
+DIST="${DIST:-$ROOT/dist}"
 WORK="$ROOT/bin/release"
 LDFLAGS="-s -w -X github.com/unitlet/unitlet/internal/version.Version=$VERSION"
 
@@ -38,7 +40,7 @@ ref="$(go run ./hack/image "${platforms[@]}" --tag "$IMAGE_NAME:$VERSION" --out 
 digest="${ref##*@}"
 [[ "$digest" == sha256:* ]] || { echo "release: hack/image printed no digest ($ref)" >&2; exit 1; }
 
-make --no-print-directory build-installer IMG="$IMAGE_NAME@$digest"
+make --no-print-directory build-installer IMG="$IMAGE_NAME@$digest" INSTALLER="$DIST/install.yaml"
 
 # The plugin, raw and as krew archives (the binary, its completion helper
 # kubectl_complete-unitlet, which kubectl runs from $PATH, and LICENSE).
@@ -92,7 +94,7 @@ spec:
     its environment, through the API server (the aggregated API
     subresources.hosting.unitlet.dev served by the unitlet relay), as
     kubectl logs and kubectl exec do for pods. For shell completion of its
-    arguments, put kubectl_complete-unitlet (in the archive) on $PATH.
+    arguments, put kubectl_complete-unitlet (in the archive) on \$PATH.
   platforms:
 YAML
 	for os in linux darwin; do

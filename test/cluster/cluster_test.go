@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -38,12 +39,23 @@ func TestDaemonSet(t *testing.T) {
 		{Name: "evict: the agent pod deleted mid-swap, 0 failed requests", Run: evictMidSwap},
 		{Name: "rollout during a mass swap: 20 Overlap swaps settle", Run: massRollout},
 		{Name: "delete: an Instance leaves nothing on the node", Run: deleteOne},
-		{Name: "uninstall: Instances first, then config/default", Run: uninstall},
+		{Name: "uninstall: Instances first, then install.yaml", Run: uninstall},
 	})
 }
 
+// install follows the operator guide's install from a release: the image
+// archive (imported with the node's other images) named by the digest
+// install.yaml pins, then install.yaml applied.
 func install(t *testing.T) {
-	manifests := kustomize(t, "config/default")
+	manifests, err := os.ReadFile(rel.File("install.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pinned := regexp.MustCompile(`unitlet\.dev/unitlet@sha256:[0-9a-f]{64}`).Find(manifests)
+	if pinned == nil {
+		t.Fatal("install.yaml pins no unitlet.dev/unitlet@sha256: image")
+	}
+	c.VM.MustRun(t, fmt.Sprintf("ctr -n k8s.io images tag unitlet.dev/unitlet:%s %s", rel.Version, pinned))
 	kubectlIn(t, manifests, "apply", "--server-side", "-f", "-")
 	// Ready means the agent works: the rollout completes before any
 	// approval.
@@ -65,6 +77,10 @@ func install(t *testing.T) {
 	})
 	if enr.Spec.Approved {
 		t.Fatal("the Enrollment came approved")
+	}
+	if pod.Spec.Containers[0].Image != string(pinned) || enr.Status.AgentVersion != rel.Version {
+		t.Errorf("the agent runs %s and reports version %q, want the release's %s and %s",
+			pod.Spec.Containers[0].Image, enr.Status.AgentVersion, pinned, rel.Version)
 	}
 	t.Logf("checks before approval: %+v", enr.Status.Checks)
 }
@@ -216,13 +232,13 @@ func deleteOne(t *testing.T) {
 	leftOnNode(t, "ledger")
 }
 
-// uninstall removes what config/default installed, in the order
+// uninstall removes what install.yaml installed, in the order
 // docs/operator-guide.md gives: the Instances first, while the agent runs
 // to release their finalizers, then the rest.
 func uninstall(t *testing.T) {
 	kubectl(t, "delete", "inst", "--all", "--all-namespaces", "--timeout=180s")
 	leftOnNode(t, "shop")
-	kubectlIn(t, kustomize(t, "config/default"), "delete", "--ignore-not-found", "--timeout=180s", "-f", "-")
+	kubectl(t, "delete", "--ignore-not-found", "--timeout=180s", "-f", rel.File("install.yaml"))
 	eventually(t, "the agent pod gone", 3*time.Minute, func() (bool, string) {
 		var pods corev1.PodList
 		err := k8s.List(context.Background(), &pods, client.InNamespace("unitlet-system"))
@@ -280,19 +296,6 @@ func podState(p *corev1.Pod) string {
 func eventually(t testing.TB, what string, limit time.Duration, cond func() (bool, string)) {
 	t.Helper()
 	testutil.Eventually(t, what, limit, pollEvery, cond)
-}
-
-// kustomize renders a kustomization of the checkout, as a user would.
-func kustomize(t testing.TB, dir string) []byte {
-	t.Helper()
-	root := testenv.RepoRoot()
-	cmd := exec.Command("go", "tool", "-modfile="+filepath.Join(root, "hack", "tools", "go.mod"), "kustomize", "build", dir)
-	cmd.Dir = root
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("kustomize build %s: %v", dir, err)
-	}
-	return out
 }
 
 func kubectl(t testing.TB, args ...string) string { t.Helper(); return kubectlIn(t, nil, args...) }

@@ -1,7 +1,9 @@
-// Package cluster deploys unitlet the way users do: `kustomize build
-// config/default | kubectl apply`, the agent image built by `make image`,
-// on a one-node cluster whose kubelet, containerd and runc run in the
-// Debian node VM (internal/cluster), with systemd as the node's PID 1.
+// Package cluster deploys unitlet the way an operator installs a release:
+// the agent image's OCI archive imported into the node's containerd and
+// named by the digest install.yaml pins, then `kubectl apply -f
+// install.yaml` (the release make test-release-dist cuts), on a one-node
+// cluster whose kubelet, containerd and runc run in the Debian node VM
+// (internal/testkit/cluster), with systemd as the node's PID 1.
 package cluster
 
 import (
@@ -15,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/unitlet/unitlet/internal/testkit/cluster"
+	"github.com/unitlet/unitlet/internal/testkit/release"
 	"github.com/unitlet/unitlet/internal/testkit/testenv"
 	"github.com/unitlet/unitlet/internal/testkit/testutil"
 )
@@ -26,6 +29,8 @@ const frontPort = 8088
 const pollEvery = 500 * time.Millisecond
 
 var (
+	// rel is the release installed.
+	rel  release.Release
 	c    *cluster.Cluster
 	k8s  client.Client
 	kube testutil.API
@@ -38,8 +43,13 @@ func run(m *testing.M) int {
 	if os.Geteuid() != 0 {
 		return fail(fmt.Errorf("must run as root (it boots a VM)"))
 	}
-	var images []string
-	for _, img := range []string{"unitlet-image.tar", "pause-image.tar"} {
+	var err error
+	rel, err = release.Find()
+	if err != nil {
+		return fail(err)
+	}
+	images := []string{rel.Image}
+	for _, img := range []string{"pause-image.tar"} {
 		p := filepath.Join(testenv.RepoRoot(), "bin", img)
 		if _, err := os.Stat(p); err != nil {
 			return fail(fmt.Errorf("%s missing: run `make image`", p))
@@ -49,7 +59,6 @@ func run(m *testing.M) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
 	started := time.Now()
-	var err error
 	c, err = cluster.Start(ctx, cluster.Options{Images: images, Forward: []int{frontPort, relayPort}})
 	if err != nil {
 		return fail(err)
