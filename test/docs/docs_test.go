@@ -100,6 +100,10 @@ func blockEnv(root string) []string {
 // someone's `make run`, and the docs would run against it and the
 // harness's `make dev-down` stop it.
 func refuseRunningDev(root string) error {
+	if fi, err := os.Lstat(filepath.Join(root, "bin")); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		return fmt.Errorf("%s/bin is a symlink: make run's agent refuses state and run roots that cross one "+
+			"(bin/dev/state, bin/dev/run), so no Instance would start; run from a checkout whose bin/ is a directory", root)
+	}
 	pidFile := filepath.Join(root, "bin", "dev", "kube-apiserver.pid")
 	if raw, err := os.ReadFile(pidFile); err == nil {
 		pid, _ := strconv.Atoi(strings.TrimSpace(string(raw)))
