@@ -5,8 +5,8 @@
 // nodes and moves them; moves (cluster/moves), which finishes a move on
 // the old node; instancekey (cluster/instancekey), which mints each
 // Instance's key; and, with --approve-nodes, approval (cluster/approval),
-// which approves the Enrollments of matching nodes. Leader-elected: of the Deployment's replicas, one
-// decides at a time. Nothing here links the node side (agent/,
+// which approves the Enrollments of matching nodes. Leader-elected: of
+// the Deployment's replicas, one decides at a time. Nothing here links the node side (agent/,
 // controllers/, runtime/): hack/import-restrictions.yaml holds it so.
 package cluster
 
