@@ -25,10 +25,12 @@ import (
 
 // Joining's schedule (seed 002): the mode is checked every joinEvery;
 // while approved but not armed, the guard preparation runs at most once
-// per prepareEvery.
+// per prepareEvery; the Enrollment's owner (its Node) is checked at most
+// once per ownerEvery.
 const (
 	joinEvery    = 15 * time.Second
 	prepareEvery = time.Minute
+	ownerEvery   = time.Minute
 )
 
 // The capacity's schedule: the node's pods and Node are read at most
@@ -43,13 +45,14 @@ const (
 // the calls to setupHosting.
 type joining struct {
 	every, prepareEvery       time.Duration
+	ownerEvery                time.Duration
 	leaseRenew, leaseDuration time.Duration
 	clock                     clock.Clock
 	setupHosting              func(ctrl.Manager, Options) error
 }
 
 func defaultJoining() joining {
-	return joining{every: joinEvery, prepareEvery: prepareEvery, leaseRenew: nodelease.Renew, leaseDuration: nodelease.Duration,
+	return joining{every: joinEvery, prepareEvery: prepareEvery, ownerEvery: ownerEvery, leaseRenew: nodelease.Renew, leaseDuration: nodelease.Duration,
 		clock: clock.RealClock{}, setupHosting: setupHosting}
 }
 
@@ -118,6 +121,7 @@ func setupEnrollment(mgr ctrl.Manager, opts Options, log logr.Logger, j joining,
 		Clock:        j.clock,
 		Every:        j.every,
 		PrepareEvery: j.prepareEvery,
+		OwnerEvery:   j.ownerEvery,
 		Log:          log.WithName("joining").WithValues("node", opts.NodeName),
 		// The data dirs and log files share the state root's file system.
 		Disk:             func() (diskspace.Usage, error) { return diskspace.Of(opts.StateRoot) },

@@ -3,9 +3,10 @@
 // controllers: nodewatch (cluster/nodewatch), which reads the agents'
 // node Leases; placement (cluster/placement), which binds Instances to
 // nodes and moves them; moves (cluster/moves), which finishes a move on
-// the old node; and instancekey (cluster/instancekey), which mints each
-// Instance's key. Leader-elected: of the Deployment's replicas, one
-// decides at a time. Nothing here links the node side (agent/,
+// the old node; instancekey (cluster/instancekey), which mints each
+// Instance's key; and, with --approve-nodes, approval (cluster/approval),
+// which approves the Enrollments of matching nodes. Leader-elected: of
+// the Deployment's replicas, one decides at a time. Nothing here links the node side (agent/,
 // controllers/, runtime/): hack/import-restrictions.yaml holds it so.
 package cluster
 
@@ -26,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/unitlet/unitlet/cluster/approval"
 	"github.com/unitlet/unitlet/cluster/instancekey"
 	"github.com/unitlet/unitlet/cluster/moves"
 	"github.com/unitlet/unitlet/cluster/nodewatch"
@@ -47,6 +49,8 @@ func Main(args []string) int {
 	fs.BoolVar(&o.leaderElect, "leader-elect", false, "elect a leader (a Lease "+leaderElectionID+"), so that of several replicas one runs the controllers")
 	fs.StringVar(&o.leaderNS, "leader-election-namespace", "", "namespace of the leader's Lease; empty means --lease-namespace")
 	fs.StringVar(&o.spreadLabel, "spread-label", placement.DefaultSpreadLabel, "Instance label whose value placement spreads across nodes (with the namespace)")
+	fs.StringVar(&o.approveNodes, "approve-nodes", "", "label selector: approve the Enrollment of each node whose Node matches it (empty: off); "+
+		"use node-restriction.kubernetes.io/ keys, which a kubelet cannot set on its own Node")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -56,6 +60,10 @@ func Main(args []string) int {
 	}
 	log := zap.New()
 	ctrl.SetLogger(log)
+	if _, _, err := approval.Parse(o.approveNodes); err != nil {
+		fmt.Fprintf(os.Stderr, "unitlet cluster: %v\n", err)
+		return 2
+	}
 	if err := run(ctrl.SetupSignalHandler(), o); err != nil {
 		fmt.Fprintf(os.Stderr, "unitlet cluster: %v\n", err)
 		return 1
@@ -69,7 +77,7 @@ const leaderElectionID = "unitlet-cluster"
 type options struct {
 	kubeconfig, leaseNS, keyNS, probeAddr, metricsAddr string
 	leaderElect                                        bool
-	leaderNS, spreadLabel                              string
+	leaderNS, spreadLabel, approveNodes                string
 	moveSettle                                         time.Duration
 }
 
@@ -129,7 +137,26 @@ func run(ctx context.Context, o options) error {
 	if err := keys.SetupWithManager(mgr); err != nil {
 		return err
 	}
+	if err := setupApproval(mgr, o.approveNodes); err != nil {
+		return err
+	}
 	ctrl.Log.WithName("cluster").Info("cluster-side controllers starting", "version", version.Get(),
 		"leaseNamespace", o.leaseNS, "keyNamespace", o.keyNS, "leaderElect", o.leaderElect, "spreadLabel", o.spreadLabel)
 	return mgr.Start(ctx)
+}
+
+// setupApproval runs the approval policy when --approve-nodes is set,
+// warning of each selector key a kubelet may set on its own Node.
+func setupApproval(mgr ctrl.Manager, selector string) error {
+	log := ctrl.Log.WithName("approval")
+	sel, warnings, err := approval.Parse(selector)
+	if err != nil || sel == nil {
+		return err
+	}
+	for _, w := range warnings {
+		log.Info("WARNING: "+w, "selector", sel.String())
+	}
+	log.Info("approving the Enrollments of the nodes whose Node matches", "selector", sel.String())
+	a := &approval.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("unitlet-approval"), Selector: sel}
+	return a.SetupWithManager(mgr)
 }

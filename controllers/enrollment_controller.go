@@ -80,9 +80,10 @@ type EnrollmentReconciler struct {
 	Fatal        func(error)
 	Clock        clock.PassiveClock
 	// Every is the re-check period; PrepareEvery bounds how often the
-	// guard is prepared while approved but not armed.
-	Every, PrepareEvery time.Duration
-	Log                 logr.Logger
+	// guard is prepared while approved but not armed; OwnerEvery how
+	// often the Enrollment's owner (its Node) is checked (see ownByNode).
+	Every, PrepareEvery, OwnerEvery time.Duration
+	Log                             logr.Logger
 
 	// mu guards current and known, which the probes read; the rest is
 	// the one reconcile worker's.
@@ -92,8 +93,9 @@ type EnrollmentReconciler struct {
 	claimErr error
 	hosted   bool
 	prepared time.Time
+	ownedAt  time.Time
 	// One per cause of an error log: see logChange.
-	apiLog, prepareLog, reportLog, capacityLog logChange
+	apiLog, prepareLog, reportLog, capacityLog, ownerLog logChange
 }
 
 // NodeLease is how this agent's node Lease stands.
@@ -111,7 +113,9 @@ type NodeLease struct {
 
 // list and watch serve the watch of its own Enrollment (selected by name),
 // which notices an approval at once.
-// +kubebuilder:rbac:groups=hosting.unitlet.dev,resources=enrollments,verbs=get;create;list;watch
+// patch adds the Enrollment's owner (its Node); the policy
+// unitlet-agent-node-scoped keeps the agent from changing its spec.
+// +kubebuilder:rbac:groups=hosting.unitlet.dev,resources=enrollments,verbs=get;create;list;watch;patch
 // +kubebuilder:rbac:groups=hosting.unitlet.dev,resources=enrollments/status,verbs=get;update;patch
 
 // apply starts the hosting reconcilers the first time the node may host,

@@ -8,6 +8,7 @@ import (
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
 	"github.com/unitlet/unitlet/controllers/metrics"
+	"github.com/unitlet/unitlet/internal/enrollment"
 	"github.com/unitlet/unitlet/runtime/join"
 )
 
@@ -28,11 +29,11 @@ type enrollmentScope struct {
 // s.done ends the round after it.
 type enrollmentPhase func(ctx context.Context, s *enrollmentScope) (ctrl.Result, error)
 
-// Reconcile is one round: lease, guard, approval, preparation, decision
-// and gate, capacity, report.
+// Reconcile is one round: lease, guard, approval, owner, preparation,
+// decision and gate, capacity, report.
 func (r *EnrollmentReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result, error) {
 	s := &enrollmentScope{}
-	phases := []enrollmentPhase{r.leaseHeld, r.checkGuard, r.readApproval, r.prepareGuard, r.decide, r.readCapacity, r.reportStatus}
+	phases := []enrollmentPhase{r.leaseHeld, r.checkGuard, r.readApproval, r.ownByNode, r.prepareGuard, r.decide, r.readCapacity, r.reportStatus}
 	for _, phase := range phases {
 		if res, err := phase(ctx, s); err != nil || !res.IsZero() || s.done {
 			return res, err
@@ -73,6 +74,31 @@ func (r *EnrollmentReconciler) readApproval(ctx context.Context, s *enrollmentSc
 	}
 	s.enr, s.approved = enr, approved
 	return ctrl.Result{}, err
+}
+
+// ownByNode makes the Enrollment owned by its Node (enrollment.Own), so
+// the garbage collector deletes it with the Node: at the first round,
+// then at most every OwnerEvery, which adds the owner once a Node
+// registered after the Enrollment appears, and mends it when the Node was
+// registered anew (a new uid). A failure is logged once per cause and
+// tried again next round; the mode does not depend on it.
+func (r *EnrollmentReconciler) ownByNode(ctx context.Context, s *enrollmentScope) (ctrl.Result, error) {
+	now := r.Clock.Now()
+	if !r.ownedAt.IsZero() && now.Sub(r.ownedAt) < r.OwnerEvery {
+		return ctrl.Result{}, nil
+	}
+	patched, err := enrollment.Own(ctx, r.Client, s.enr)
+	if r.ownerLog.changed(err) {
+		r.Log.Error(err, "the Enrollment's owner (its Node) could not be set; trying again")
+	}
+	if err != nil {
+		return ctrl.Result{}, nil
+	}
+	r.ownedAt = now
+	if patched {
+		r.Log.Info("the Enrollment is owned by its Node: it goes with the Node", "owners", s.enr.OwnerReferences)
+	}
+	return ctrl.Result{}, nil
 }
 
 // prepareGuard prepares the guard while approved but not armed, at most

@@ -32,6 +32,7 @@ func TestDaemonSet(t *testing.T) {
 		{Name: "metrics: only an authorized scraper reads them", Run: metricsAuthorized},
 		{Name: "approve: the samples serve", Run: approveAndServe},
 		{Name: "nodewatch: NoAgent and NodeLost where no agent answers", Run: nodeWatch},
+		{Name: "gc: an Enrollment is owned by its Node and goes with it", Run: enrollmentGC},
 		{Name: "envFrom: read only where an administrator opted in", Run: envFromOptIn},
 		{Name: "plugin: through the API server and the relay, view reads, edit runs", Run: pluginLogsAndRun},
 		{Name: "swap: a template edit under load, 0 failed requests", Run: swapUnderLoad},
