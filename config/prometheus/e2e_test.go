@@ -50,7 +50,7 @@ func TestEndToEndAlertFiresInPrometheus(t *testing.T) {
 
 	// Scraped and evaluated with no doubt: nothing fires.
 	promtest.WaitFor(t, 60*time.Second, "the agent scraped with nothing firing", func() (bool, string) {
-		up := prom.Query(t, `up{job="unitlet-agent"} == 1 and on() count(unitlet_instance_condition{instance="web"}) > 0`)
+		up := prom.Query(t, `up{job="unitlet-agent"} == 1 and on() count(unitlet_instance_condition{name="web"}) > 0`)
 		firing := prom.Firing(t)
 		return len(up) == 1 && len(firing) == 0, fmt.Sprintf("up: %v, firing: %v", up, firing)
 	})

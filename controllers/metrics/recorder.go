@@ -123,7 +123,7 @@ func (r *recorder) deleteInstance(namespace, name string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.conditions, instanceKey{namespace, name})
-	of := prometheus.Labels{"namespace": namespace, "instance": name}
+	of := prometheus.Labels{"namespace": namespace, "name": name}
 	r.c.instanceCondition.DeletePartialMatch(of)
 	r.c.instanceSuspended.DeletePartialMatch(of)
 	r.c.logLinesDropped.DeletePartialMatch(of)

@@ -53,7 +53,7 @@ func TestPrometheusFiresOnUnprovenKill(t *testing.T) {
 	t.Cleanup(func() { deleteAndWait(t, inst.Name) }) // runs after the hold ends
 	waitServing(t, inst.Name, 1)
 	promtest.WaitFor(t, 60*time.Second, "the agent scraped with nothing firing", func() (bool, string) {
-		up := prom.Query(t, `up{job="unitlet-agent"} == 1 and on() count(unitlet_instance_condition{instance="ledger-alert",type="Ready",status="True"} == 1) > 0`)
+		up := prom.Query(t, `up{job="unitlet-agent"} == 1 and on() count(unitlet_instance_condition{name="ledger-alert",type="Ready",status="True"} == 1) > 0`)
 		firing := prom.Firing(t)
 		return len(up) == 1 && len(firing) == 0, fmt.Sprintf("up: %v, firing: %v", up, firing)
 	})
@@ -81,7 +81,7 @@ func TestPrometheusFiresOnUnprovenKill(t *testing.T) {
 		return meta.IsStatusConditionTrue(i.Status.Conditions, v1.ConditionKillUnproven), conditions(i.Status.Conditions)
 	})
 	unproven := time.Since(retired)
-	want := map[string]string{"namespace": "default", "instance": inst.Name, "type": v1.ConditionKillUnproven, "status": "True"}
+	want := map[string]string{"namespace": "default", "name": inst.Name, "type": v1.ConditionKillUnproven, "status": "True"}
 	if got := agentSample(t, a.MetricsAddr, "unitlet_instance_condition", want); got != "1" {
 		t.Errorf("agent /metrics: unitlet_instance_condition%v = %q, want 1", want, got)
 	}
@@ -128,7 +128,7 @@ func TestPrometheusFiresOnUnprovenKill(t *testing.T) {
 		}
 	}
 	testutil.Eventually(t, "the Instance's series gone from /metrics", 30*time.Second, pollEvery, func() (bool, string) {
-		v := agentSample(t, a.MetricsAddr, "unitlet_instance_condition", map[string]string{"instance": inst.Name})
+		v := agentSample(t, a.MetricsAddr, "unitlet_instance_condition", map[string]string{"name": inst.Name})
 		return v == "", "still " + v
 	})
 }

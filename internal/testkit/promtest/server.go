@@ -55,7 +55,9 @@ func Start(t testing.TB, cfg Config) *Server {
 		t.Fatal(err)
 	}
 	write(t, filepath.Join(dir, "rules.yaml"), forClause.ReplaceAllString(string(rules), "${1}0s"))
-	// honor_labels: the agent's own "instance" label names the Instance.
+	// As the ServiceMonitor: the target has the Prometheus Operator's
+	// namespace label (the Service's), and honor_labels keeps the
+	// per-Instance series' own namespace over it.
 	write(t, filepath.Join(dir, "prometheus.yml"), fmt.Sprintf(`global:
   scrape_interval: 1s
   evaluation_interval: 1s
@@ -65,7 +67,7 @@ scrape_configs:
     honor_labels: true
     static_configs:
       - targets: [%q]
-        labels: {node: %q}
+        labels: {node: %q, namespace: unitlet-system}
 `, Job, cfg.Target, cfg.Node))
 	addr := FreeAddr(t)
 	cmd := exec.Command(cfg.Bin,
