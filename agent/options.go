@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/unitlet/unitlet/controllers/capacity"
 	"github.com/unitlet/unitlet/controllers/hostgate"
@@ -66,7 +67,10 @@ type Options struct {
 	// RelayCANamespace holds ConfigMap unitlet-relay-ca, the CA of the
 	// one caller the endpoint serves (the relay).
 	RelayCANamespace string
-	LogDevelopment   bool
+	// Zap is the logger's configuration: controller-runtime's --zap-*
+	// flags (--zap-log-level, --zap-devel, --zap-encoder,
+	// --zap-stacktrace-level, --zap-time-encoding), as other controllers take.
+	Zap zap.Options
 	// APIQPS and APIBurst bound the agent's requests to the API server,
 	// as the kubelet's --kube-api-qps and --kube-api-burst do.
 	APIQPS   float32
@@ -160,7 +164,7 @@ func Parse(args []string) (Options, error) {
 	fs.StringVar(&o.RelayCANamespace, "relay-ca-namespace", "unitlet-system", "namespace of ConfigMap unitlet-relay-ca, the CA (ca.crt) of the relay's client certificate, the endpoint's one caller")
 	fs.StringVar(&o.AdvertiseAddr, "advertise-address", "", "host the node's Enrollment publishes for that endpoint (in a DaemonSet, the node's IP); empty: the serve address's host, else the node's first global address")
 	fs.StringVar(&o.PprofAddr, "pprof-bind-address", "", "address of Go's /debug/pprof endpoints (unauthenticated: loopback only); empty disables them")
-	fs.BoolVar(&o.LogDevelopment, "zap-devel", false, "human-readable development logging")
+	o.Zap.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
