@@ -71,6 +71,10 @@ func TestDashboardShowsWhatOperatorsAsk(t *testing.T) {
 		"unproven kills":         {"Unproven kills by reason", `unitlet_kills_total{proof="Unproven"`},
 		"swap latency":           {"Swap duration (p95)", "unitlet_swap_duration_seconds_bucket"},
 		"start latency":          {"Start latency", "unitlet_start_duration_seconds_bucket"},
+		"drain duration":         {"Drain duration (p95)", "unitlet_drain_duration_seconds_bucket"},
+		"wake duration":          {"Wake latency", "unitlet_wake_duration_seconds_bucket"},
+		"runs":                   {"Runs by result", "unitlet_run_duration_seconds_count"},
+		"run duration":           {"Run duration (p95)", "unitlet_run_duration_seconds_bucket"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

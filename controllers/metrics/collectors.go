@@ -96,7 +96,7 @@ func newCollectors() *collectors {
 		}, []string{"strategy", "result"}),
 		drainDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    NameDrainDuration,
-			Help:    "Time from a swap's flip until the old Generation was stopped, by how the wait ended: proven (nothing queued, no accepted connection open) or limit.",
+			Help:    "Time from a swap's flip until the old Generation was stopped, by how the wait ended: DrainProven (nothing queued, no accepted connection open) or DrainLimit.",
 			Buckets: shortBuckets,
 		}, []string{"result"}),
 		wakeDuration: prometheus.NewHistogram(prometheus.HistogramOpts{

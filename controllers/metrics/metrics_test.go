@@ -254,6 +254,31 @@ func TestObserveHistogramsByLabel(t *testing.T) {
 	}
 }
 
+// Drains and runs have a series per result before the first one, so the
+// dashboard's panels show 0 rather than nothing.
+func TestDrainAndRunResultsHaveSeries(t *testing.T) {
+	tests := map[string]struct {
+		name string
+		want []string
+	}{
+		"drains": {NameDrainDuration, []string{"result=DrainLimit", "result=DrainProven"}},
+		"runs": {NameRunDuration, []string{"result=abandoned", "result=failed", "result=interrupted",
+			"result=notStarted", "result=succeeded", "result=unproven"}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			var got []string
+			for k := range gathered(t, tc.name, nil) {
+				got = append(got, k)
+			}
+			sort.Strings(got)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s series (-want,+got):\n%s", tc.name, diff)
+			}
+		})
+	}
+}
+
 // cmpOnly compares only the map entries whose key starts with prefix.
 func cmpOnly(prefix string) cmp.Option {
 	return cmp.FilterPath(func(p cmp.Path) bool {
