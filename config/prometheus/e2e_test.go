@@ -23,8 +23,9 @@ import (
 
 // A real Prometheus scrapes controller-runtime's registry, where
 // controllers/metrics lives, with rules.yaml loaded (for: cut to 0s). An
-// injected KillUnproven reaches firing in Prometheus' own API, and every
-// metric the dashboard and the rules name was scraped.
+// injected KillUnproven reaches firing in Prometheus' own API, every
+// metric the dashboard and the rules name was scraped, and promtool check
+// metrics finds nothing to say of what was served.
 func TestEndToEndAlertFiresInPrometheus(t *testing.T) {
 	bin := tool(t, "prometheus")
 
@@ -45,6 +46,8 @@ func TestEndToEndAlertFiresInPrometheus(t *testing.T) {
 	})
 	t.Cleanup(func() { metrics.DeleteInstance("shop", "web") })
 	agent := serve(t, promhttp.HandlerFor(crmetrics.Registry, promhttp.HandlerOpts{}))
+	// What the agent serves passes Prometheus' own linter.
+	promtest.CheckMetrics(t, tool(t, "promtool"), agent)
 
 	prom := promtest.Start(t, promtest.Config{Bin: bin, Target: agent, RulesFile: RulesFile, Node: "e2e-node"})
 

@@ -36,7 +36,8 @@ func withMetrics(a *agent) { a.Metrics = true }
 // KillUnproven, the agent's /metrics says so and UnitletKillUnproven fires
 // in Prometheus' API. Released, the kill is proven, the alert resolves and
 // the swap completes. Every metric the dashboard and the rules name was
-// scraped from the agent, and a deleted Instance leaves no series.
+// scraped from the agent, what it serves passes promtool check metrics,
+// and a deleted Instance leaves no series.
 func TestPrometheusFiresOnUnprovenKill(t *testing.T) {
 	root := testenv.RepoRoot()
 	rulesFile := filepath.Join(root, "config", "prometheus", "rules.yaml")
@@ -119,6 +120,8 @@ func TestPrometheusFiresOnUnprovenKill(t *testing.T) {
 	if nodes := prom.LabelValues(t, "node", "unitlet_agent_info"); !slices.Equal(nodes, []string{a.Node}) {
 		t.Errorf("unitlet_agent_info nodes: %v, want [%s]", nodes, a.Node)
 	}
+	// Its names, types and HELP pass Prometheus' own linter.
+	promtest.CheckMetrics(t, promtest.Binary(t, "promtool"), a.MetricsAddr)
 
 	// Deleted, the Instance leaves no cgroup and no series.
 	deleteAndWait(t, inst.Name)

@@ -129,3 +129,24 @@ func write(t testing.TB, path, content string) {
 		t.Fatal(err)
 	}
 }
+
+// CheckMetrics runs `promtool check metrics` on what http://addr/metrics
+// serves now: the names, types and HELP of every family, as Prometheus'
+// own linter reads them. Each problem fails the test.
+func CheckMetrics(t testing.TB, promtool, addr string) {
+	t.Helper()
+	c := &http.Client{Timeout: 10 * time.Second}
+	resp, err := c.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatalf("scrape %s: %v", addr, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("scrape %s: %s", addr, resp.Status)
+	}
+	cmd := exec.Command(promtool, "check", "metrics")
+	cmd.Stdin = resp.Body
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("promtool check metrics of %s: %v\n%s", addr, err, out)
+	}
+}
