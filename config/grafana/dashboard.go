@@ -48,6 +48,7 @@ func JSON() ([]byte, error) {
 // Dashboard is the builder of the unitlet dashboard.
 func Dashboard() *dashboard.DashboardBuilder {
 	b := overview()
+	usage(b)
 	lifecycle(b)
 	return b
 }
@@ -57,7 +58,7 @@ func Dashboard() *dashboard.DashboardBuilder {
 func overview() *dashboard.DashboardBuilder {
 	return dashboard.NewDashboardBuilder("unitlet agents").
 		Uid(UID).
-		Description("Nodes, Instances by condition, start outcomes, unproven kills, latencies, drains, wakes and runs, from the unitlet agents' metrics.").
+		Description("Nodes, Instances by condition, start outcomes, unproven kills, latencies, usage per Instance, drains, wakes and runs, from the unitlet agents' metrics.").
 		Tags([]string{"unitlet"}).
 		Refresh("30s").
 		Time("now-6h", "now").
@@ -108,6 +109,27 @@ func overview() *dashboard.DashboardBuilder {
 			quantiles("unitlet_kill_to_empty_seconds", "")...).Span(12)).
 		WithPanel(series("Prepare steps (p95)", "", "s",
 			query(p95("unitlet_prepare_step_seconds", "step"), "{{step}}")).Span(12))
+}
+
+// perInstance sums a per-Instance series over the nodes it is on (an
+// Instance being moved has generations on two).
+func perInstance(expr string) string { return "sum by (namespace, name) (" + expr + ")" }
+
+// usage is the row of what each Instance uses, read from its generations'
+// cgroups, against its tier's memory limit.
+func usage(b *dashboard.DashboardBuilder) {
+	const legend = "{{namespace}}/{{name}}"
+	ws := perInstance(`unitlet_instance_memory_working_set_bytes{` + sel + `}`)
+	limit := perInstance(`unitlet_instance_spec_memory_limit_bytes{` + sel + `}`)
+	b.WithRow(dashboard.NewRowBuilder("Usage per Instance")).
+		WithPanel(series("Memory working set", "Memory in use less inactive file cache (cAdvisor's working set); \"limit\": the tier's memory limit.", "bytes",
+			query(ws, legend), query(limit, legend+" limit")).Span(12)).
+		WithPanel(series("Memory working set of the limit", "Near 100% the kernel OOM-kills the app (the generation's reason is then OOMKilled).", "percentunit",
+			query(ws+" / "+limit, legend)).Span(12)).
+		WithPanel(series("CPU", "CPU time used per second (cores).", "short",
+			query(perInstance(`rate(unitlet_instance_cpu_usage_seconds_total{`+sel+`}[$__rate_interval])`), legend)).Span(12)).
+		WithPanel(series("OOM kills", "Processes the kernel killed for memory in the Instance's cgroups, per interval.", "short",
+			query(perInstance(`increase(unitlet_instance_oom_events_total{`+sel+`}[$__rate_interval])`), legend)).Span(12))
 }
 
 // lifecycle is the row of drains, wakes and one-off runs.
