@@ -198,7 +198,7 @@ run: dev-up build ## dev-up, the cluster side (relay, nodewatch) in the backgrou
 	$(BIN)/unitlet --kubeconfig $(DEV)/kubeconfig --node-name $(DEV_NODE) \
 		--state-root $(DEV)/state --run-root $(DEV)/run --cgroup-root unitlet-dev \
 		--unit-backend direct --require-enrollment=true --lease-namespace unitlet-system \
-		--health-probe-bind-address 127.0.0.1:8081 --metrics-bind-address 127.0.0.1:8080 --metrics-secure=false \
+		--health-probe-bind-address 127.0.0.1:10262 --metrics-bind-address 127.0.0.1:10261 --metrics-secure=false \
 		--serve-address 127.0.0.1:10260
 
 .PHONY: image

@@ -7,8 +7,6 @@ import (
 	"os"
 
 	"github.com/go-logr/logr"
-	"github.com/go-logr/zapr"
-	"go.uber.org/zap"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -16,6 +14,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -31,7 +30,7 @@ func Main(args []string) int {
 		fmt.Fprintf(os.Stderr, "unitlet: %v\n", err)
 		return 2
 	}
-	log := newLogger(opts.LogDevelopment)
+	log := newLogger(&opts.Zap)
 	ctrl.SetLogger(log)
 	if err := Run(ctrl.SetupSignalHandler(), opts, log); err != nil {
 		log.Error(err, "agent stopped")
@@ -40,17 +39,9 @@ func Main(args []string) int {
 	return 0
 }
 
-func newLogger(development bool) logr.Logger {
-	cfg := zap.NewProductionConfig()
-	if development {
-		cfg = zap.NewDevelopmentConfig()
-	}
-	z, err := cfg.Build()
-	if err != nil {
-		z = zap.NewNop()
-	}
-	return zapr.NewLogger(z)
-}
+// newLogger builds the logger the --zap-* flags describe: JSON at info by
+// default, console at debug with --zap-devel.
+func newLogger(o *zap.Options) logr.Logger { return zap.New(zap.UseFlagOptions(o)) }
 
 // Run starts the manager for opts and blocks until ctx ends.
 func Run(ctx context.Context, opts Options, log logr.Logger) error {

@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/unitlet/unitlet/controllers/capacity"
 	"github.com/unitlet/unitlet/controllers/hostgate"
@@ -25,6 +26,22 @@ const (
 	BackendSystemd = "systemd"
 	BackendDirect  = "direct"
 	BackendAuto    = "auto"
+)
+
+// The agent's ports. It runs on the host network, so they are the node's:
+// they sit beside the Kubernetes node components' rather than on :8080 and
+// :8081, which other host-network agents often take.
+//
+//	10250  kubelet API
+//	10256  kube-proxy health
+//	10257  kube-controller-manager (secure)
+//	10259  kube-scheduler (secure)
+//	10260  unitlet agent API for the relay (--serve-address, agentapi.DefaultPort)
+//	10261  unitlet agent metrics (--metrics-bind-address)
+//	10262  unitlet agent /healthz, /readyz, /hostingz (--health-probe-bind-address)
+const (
+	DefaultMetricsPort = 10261
+	DefaultProbePort   = 10262
 )
 
 // Options are the agent's flags; every later piece reads the same ones.
@@ -50,7 +67,10 @@ type Options struct {
 	// RelayCANamespace holds ConfigMap unitlet-relay-ca, the CA of the
 	// one caller the endpoint serves (the relay).
 	RelayCANamespace string
-	LogDevelopment   bool
+	// Zap is the logger's configuration: controller-runtime's --zap-*
+	// flags (--zap-log-level, --zap-devel, --zap-encoder,
+	// --zap-stacktrace-level, --zap-time-encoding), as other controllers take.
+	Zap zap.Options
 	// APIQPS and APIBurst bound the agent's requests to the API server,
 	// as the kubelet's --kube-api-qps and --kube-api-burst do.
 	APIQPS   float32
@@ -137,14 +157,14 @@ func Parse(args []string) (Options, error) {
 		return nil
 	})
 	fs.IntVar(&o.APIBurst, "kube-api-burst", 100, "requests the agent may send at once above --kube-api-qps (the kubelet's default)")
-	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints")
-	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "address of the metrics endpoint; 0 disables it")
+	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", fmt.Sprintf(":%d", DefaultProbePort), "address of the /healthz, /readyz and /hostingz endpoints")
+	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", fmt.Sprintf(":%d", DefaultMetricsPort), "address of the metrics endpoint; 0 disables it")
 	fs.BoolVar(&o.MetricsSecure, "metrics-secure", true, "serve metrics over HTTPS to callers the API server authenticates and authorizes (GET /metrics); false serves plain HTTP")
 	fs.StringVar(&o.ServeAddr, "serve-address", fmt.Sprintf(":%d", agentapi.DefaultPort), "address of the HTTPS endpoint the relay reaches for kubectl unitlet logs and run (mutual TLS: only the relay's client certificate is served); 0 disables it")
 	fs.StringVar(&o.RelayCANamespace, "relay-ca-namespace", "unitlet-system", "namespace of ConfigMap unitlet-relay-ca, the CA (ca.crt) of the relay's client certificate, the endpoint's one caller")
 	fs.StringVar(&o.AdvertiseAddr, "advertise-address", "", "host the node's Enrollment publishes for that endpoint (in a DaemonSet, the node's IP); empty: the serve address's host, else the node's first global address")
 	fs.StringVar(&o.PprofAddr, "pprof-bind-address", "", "address of Go's /debug/pprof endpoints (unauthenticated: loopback only); empty disables them")
-	fs.BoolVar(&o.LogDevelopment, "zap-devel", false, "human-readable development logging")
+	o.Zap.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}

@@ -1,6 +1,9 @@
 package agent
 
 import (
+	"bytes"
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -92,6 +95,77 @@ func TestParseReservedFlag(t *testing.T) {
 			}
 			if d := cmp.Diff(tc.want, got); d != "" {
 				t.Errorf("(-want,+got):\n%s", d)
+			}
+		})
+	}
+}
+
+func TestParsePorts(t *testing.T) {
+	type ports struct{ Metrics, Probes, Serve string }
+	tests := map[string]struct {
+		args []string
+		want ports
+	}{
+		"defaults beside the kubelet's": {want: ports{":10261", ":10262", ":10260"}},
+		"set": {args: []string{"--metrics-bind-address=127.0.0.1:9000", "--health-probe-bind-address=127.0.0.1:9001"},
+			want: ports{"127.0.0.1:9000", "127.0.0.1:9001", ":10260"}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			o, err := Parse(tc.args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(tc.want, ports{o.MetricsAddr, o.ProbeAddr, o.ServeAddr}); d != "" {
+				t.Errorf("(-want,+got):\n%s", d)
+			}
+		})
+	}
+}
+
+// The --zap-* flags reach the logger: what each level lets through is
+// written, and a bad value is refused naming the flag and the value.
+func TestParseZapFlags(t *testing.T) {
+	tests := map[string]struct {
+		args    []string
+		want    []string // messages written, of info, debug (V(1)) and error
+		wantErr string
+	}{
+		"default is info":   {want: []string{"info-msg", "error-msg"}},
+		"debug":             {args: []string{"--zap-log-level=debug"}, want: []string{"info-msg", "debug-msg", "error-msg"}},
+		"error":             {args: []string{"--zap-log-level=error"}, want: []string{"error-msg"}},
+		"devel is debug":    {args: []string{"--zap-devel"}, want: []string{"info-msg", "debug-msg", "error-msg"}},
+		"console encoder":   {args: []string{"--zap-encoder=console", "--zap-log-level=info"}, want: []string{"info-msg", "error-msg"}},
+		"bad level":         {args: []string{"--zap-log-level=loud"}, wantErr: `invalid value "loud" for flag -zap-log-level: invalid log level "loud"`},
+		"bad encoder":       {args: []string{"--zap-encoder=xml"}, wantErr: `invalid value "xml" for flag -zap-encoder: invalid encoder value "xml"`},
+		"bad time encoding": {args: []string{"--zap-time-encoding=sundial"}, wantErr: `invalid value "sundial" for flag -zap-time-encoding: invalid time-encoding value "sundial"`},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			o, err := Parse(tc.args)
+			if tc.wantErr != "" {
+				if err == nil || err.Error() != tc.wantErr {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out bytes.Buffer
+			o.Zap.DestWriter = &out
+			log := newLogger(&o.Zap)
+			log.Info("info-msg")
+			log.V(1).Info("debug-msg")
+			log.Error(errors.New("boom"), "error-msg")
+			var got []string
+			for _, m := range []string{"info-msg", "debug-msg", "error-msg"} {
+				if strings.Contains(out.String(), m) {
+					got = append(got, m)
+				}
+			}
+			if d := cmp.Diff(tc.want, got); d != "" {
+				t.Errorf("messages written (-want,+got):\n%s\nlog:\n%s", d, out.String())
 			}
 		})
 	}

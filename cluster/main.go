@@ -38,27 +38,12 @@ import (
 
 // Main runs `unitlet cluster` until SIGTERM and returns the exit code.
 func Main(args []string) int {
-	fs := flag.NewFlagSet("unitlet cluster", flag.ContinueOnError)
-	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file; empty means in-cluster configuration or $KUBECONFIG")
-	leaseNS := fs.String("lease-namespace", "unitlet-system", "namespace of the agents' Leases")
-	keyNS := fs.String("key-namespace", instancekey.DefaultNamespace, "namespace of the Instances' key Secrets (the agents' --key-namespace)")
-	probeAddr := fs.String("health-probe-bind-address", ":8081", "address of /healthz and /readyz")
-	metricsAddr := fs.String("metrics-bind-address", "0", "address of the metrics endpoint; 0 disables it")
-	o := options{}
-	fs.DurationVar(&o.moveSettle, "move-settle", moves.DefaultSettle, "how long after a moved Instance serves on its new node the old node's generations are retired (front ends following status move in that time)")
-	fs.BoolVar(&o.leaderElect, "leader-elect", false, "elect a leader (a Lease "+leaderElectionID+"), so that of several replicas one runs the controllers")
-	fs.StringVar(&o.leaderNS, "leader-election-namespace", "", "namespace of the leader's Lease; empty means --lease-namespace")
-	fs.StringVar(&o.spreadLabel, "spread-label", placement.DefaultSpreadLabel, "Instance label whose value placement spreads across nodes (with the namespace)")
-	fs.StringVar(&o.approveNodes, "approve-nodes", "", "label selector: approve the Enrollment of each node whose Node matches it (empty: off); "+
-		"use node-restriction.kubernetes.io/ keys, which a kubelet cannot set on its own Node")
-	if err := fs.Parse(args); err != nil {
+	o, err := parse(args)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "unitlet cluster: %v\n", err)
 		return 2
 	}
-	o.kubeconfig, o.leaseNS, o.keyNS, o.probeAddr, o.metricsAddr = *kubeconfig, *leaseNS, *keyNS, *probeAddr, *metricsAddr
-	if o.leaderNS == "" {
-		o.leaderNS = o.leaseNS
-	}
-	log := zap.New()
+	log := zap.New(zap.UseFlagOptions(&o.zap))
 	ctrl.SetLogger(log)
 	if _, _, err := approval.Parse(o.approveNodes); err != nil {
 		fmt.Fprintf(os.Stderr, "unitlet cluster: %v\n", err)
@@ -71,6 +56,35 @@ func Main(args []string) int {
 	return 0
 }
 
+// parse reads the flags of `unitlet cluster`, controller-runtime's --zap-*
+// logging flags among them.
+func parse(args []string) (options, error) {
+	fs := flag.NewFlagSet("unitlet cluster", flag.ContinueOnError)
+	o := options{}
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file; empty means in-cluster configuration or $KUBECONFIG")
+	fs.StringVar(&o.leaseNS, "lease-namespace", "unitlet-system", "namespace of the agents' Leases")
+	fs.StringVar(&o.keyNS, "key-namespace", instancekey.DefaultNamespace, "namespace of the Instances' key Secrets (the agents' --key-namespace)")
+	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", "0", "address of the metrics endpoint; 0 disables it")
+	fs.DurationVar(&o.moveSettle, "move-settle", moves.DefaultSettle, "how long after a moved Instance serves on its new node the old node's generations are retired (front ends following status move in that time)")
+	fs.BoolVar(&o.leaderElect, "leader-elect", false, "elect a leader (a Lease "+leaderElectionID+"), so that of several replicas one runs the controllers")
+	fs.StringVar(&o.leaderNS, "leader-election-namespace", "", "namespace of the leader's Lease; empty means --lease-namespace")
+	fs.StringVar(&o.spreadLabel, "spread-label", placement.DefaultSpreadLabel, "Instance label whose value placement spreads across nodes (with the namespace)")
+	fs.StringVar(&o.approveNodes, "approve-nodes", "", "label selector: approve the Enrollment of each node whose Node matches it (empty: off); "+
+		"use node-restriction.kubernetes.io/ keys, which a kubelet cannot set on its own Node")
+	o.zap.BindFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	if o.leaderNS == "" {
+		o.leaderNS = o.leaseNS
+	}
+	return o, nil
+}
+
 // leaderElectionID names the Lease the replicas elect their leader with.
 const leaderElectionID = "unitlet-cluster"
 
@@ -79,6 +93,7 @@ type options struct {
 	leaderElect                                        bool
 	leaderNS, spreadLabel, approveNodes                string
 	moveSettle                                         time.Duration
+	zap                                                zap.Options
 }
 
 func run(ctx context.Context, o options) error {

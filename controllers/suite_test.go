@@ -210,7 +210,7 @@ func conditionSeries(t *testing.T, name string) []string {
 			for _, l := range m.GetLabel() {
 				labels[l.GetName()] = l.GetValue()
 			}
-			if labels["instance"] == name && m.GetGauge().GetValue() == 1 {
+			if labels["name"] == name && m.GetGauge().GetValue() == 1 {
 				out = append(out, labels["type"]+"="+labels["status"])
 			}
 		}

@@ -64,20 +64,15 @@ type Options struct {
 
 // Main runs `unitlet relay` until SIGTERM and returns the exit code.
 func Main(args []string) int {
-	fs := flag.NewFlagSet("unitlet relay", flag.ContinueOnError)
-	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file; empty means in-cluster configuration or $KUBECONFIG")
-	o := Options{}
-	fs.StringVar(&o.Listen, "listen", ":8443", "address of the HTTPS server the API server proxies to")
-	fs.StringVar(&o.Namespace, "namespace", "unitlet-system", "namespace of the relay's Service and of the relay CA (Secret and ConfigMap "+relaytrust.CAName+")")
-	fs.StringVar(&o.Service, "service", ServiceName, "the relay's Service, whose DNS name the serving certificate is for")
-	fs.StringVar(&o.APIService, "apiservice", APIServiceName, "the APIService whose caBundle the relay sets to its serving CA at start")
-	if err := fs.Parse(args); err != nil {
+	o, kubeconfig, zo, err := parse(args)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "unitlet relay: %v\n", err)
 		return 2
 	}
-	o.Log = zap.New()
+	o.Log = zap.New(zap.UseFlagOptions(&zo))
 	ctrl.SetLogger(o.Log)
-	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
-	if *kubeconfig == "" {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if kubeconfig == "" {
 		cfg, err = ctrl.GetConfig()
 	}
 	if err != nil {
@@ -90,6 +85,22 @@ func Main(args []string) int {
 		return 1
 	}
 	return 0
+}
+
+// parse reads the relay's flags: its Options, the kubeconfig and
+// controller-runtime's --zap-* logging flags.
+func parse(args []string) (o Options, kubeconfig string, zo zap.Options, err error) {
+	fs := flag.NewFlagSet("unitlet relay", flag.ContinueOnError)
+	fs.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file; empty means in-cluster configuration or $KUBECONFIG")
+	fs.StringVar(&o.Listen, "listen", ":8443", "address of the HTTPS server the API server proxies to")
+	fs.StringVar(&o.Namespace, "namespace", "unitlet-system", "namespace of the relay's Service and of the relay CA (Secret and ConfigMap "+relaytrust.CAName+")")
+	fs.StringVar(&o.Service, "service", ServiceName, "the relay's Service, whose DNS name the serving certificate is for")
+	fs.StringVar(&o.APIService, "apiservice", APIServiceName, "the APIService whose caBundle the relay sets to its serving CA at start")
+	zo.BindFlags(fs)
+	if err = fs.Parse(args); err == nil && fs.NArg() > 0 {
+		err = fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	return o, kubeconfig, zo, err
 }
 
 // Run serves until ctx ends: it sets up the front-proxy authentication,

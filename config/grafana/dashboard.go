@@ -47,9 +47,18 @@ func JSON() ([]byte, error) {
 
 // Dashboard is the builder of the unitlet dashboard.
 func Dashboard() *dashboard.DashboardBuilder {
+	b := overview()
+	usage(b)
+	lifecycle(b)
+	return b
+}
+
+// overview is the dashboard with its variables and the rows of nodes,
+// Instances, starts and kills, and latency.
+func overview() *dashboard.DashboardBuilder {
 	return dashboard.NewDashboardBuilder("unitlet agents").
 		Uid(UID).
-		Description("Nodes, Instances by condition, start outcomes, unproven kills and latencies, from the unitlet agents' metrics.").
+		Description("Nodes, Instances by condition, start outcomes, unproven kills, latencies, usage per Instance, drains, wakes and runs, from the unitlet agents' metrics.").
 		Tags([]string{"unitlet"}).
 		Refresh("30s").
 		Time("now-6h", "now").
@@ -100,6 +109,40 @@ func Dashboard() *dashboard.DashboardBuilder {
 			quantiles("unitlet_kill_to_empty_seconds", "")...).Span(12)).
 		WithPanel(series("Prepare steps (p95)", "", "s",
 			query(p95("unitlet_prepare_step_seconds", "step"), "{{step}}")).Span(12))
+}
+
+// perInstance sums a per-Instance series over the nodes it is on (an
+// Instance being moved has generations on two).
+func perInstance(expr string) string { return "sum by (namespace, name) (" + expr + ")" }
+
+// usage is the row of what each Instance uses, read from its generations'
+// cgroups, against its tier's memory limit.
+func usage(b *dashboard.DashboardBuilder) {
+	const legend = "{{namespace}}/{{name}}"
+	ws := perInstance(`unitlet_instance_memory_working_set_bytes{` + sel + `}`)
+	limit := perInstance(`unitlet_instance_spec_memory_limit_bytes{` + sel + `}`)
+	b.WithRow(dashboard.NewRowBuilder("Usage per Instance")).
+		WithPanel(series("Memory working set", "Memory in use less inactive file cache (cAdvisor's working set); \"limit\": the tier's memory limit.", "bytes",
+			query(ws, legend), query(limit, legend+" limit")).Span(12)).
+		WithPanel(series("Memory working set of the limit", "Near 100% the kernel OOM-kills the app (the generation's reason is then OOMKilled).", "percentunit",
+			query(ws+" / "+limit, legend)).Span(12)).
+		WithPanel(series("CPU", "CPU time used per second (cores).", "short",
+			query(perInstance(`rate(unitlet_instance_cpu_usage_seconds_total{`+sel+`}[$__rate_interval])`), legend)).Span(12)).
+		WithPanel(series("OOM kills", "Processes the kernel killed for memory in the Instance's cgroups, per interval.", "short",
+			query(perInstance(`increase(unitlet_instance_oom_events_total{`+sel+`}[$__rate_interval])`), legend)).Span(12))
+}
+
+// lifecycle is the row of drains, wakes and one-off runs.
+func lifecycle(b *dashboard.DashboardBuilder) {
+	b.WithRow(dashboard.NewRowBuilder("Drains, wakes and runs")).
+		WithPanel(series("Drain duration (p95)", "From a swap's flip until the old generation was stopped, by how the wait ended (DrainProven, DrainLimit).", "s",
+			query(p95("unitlet_drain_duration_seconds", "result"), "{{result}}")).Span(12)).
+		WithPanel(series("Wake latency", "From the connection that woke an idle Instance until a generation served it.", "s",
+			quantiles("unitlet_wake_duration_seconds", "")...).Span(12)).
+		WithPanel(series("Runs by result", "kubectl unitlet run, per interval, by result.", "short",
+			query(`sum by (result) (increase(unitlet_run_duration_seconds_count{`+sel+`}[$__rate_interval]))`, "{{result}}")).Span(12)).
+		WithPanel(series("Run duration (p95)", "From request to proven end, by result.", "s",
+			query(p95("unitlet_run_duration_seconds", "result"), "{{result}}")).Span(12))
 }
 
 func query(expr, legend string) *prometheus.DataqueryBuilder {

@@ -71,6 +71,15 @@ func TestDashboardShowsWhatOperatorsAsk(t *testing.T) {
 		"unproven kills":         {"Unproven kills by reason", `unitlet_kills_total{proof="Unproven"`},
 		"swap latency":           {"Swap duration (p95)", "unitlet_swap_duration_seconds_bucket"},
 		"start latency":          {"Start latency", "unitlet_start_duration_seconds_bucket"},
+		"memory vs limit":        {"Memory working set", "unitlet_instance_memory_working_set_bytes{"},
+		"memory limit":           {"Memory working set", "unitlet_instance_spec_memory_limit_bytes{"},
+		"memory of the limit":    {"Memory working set of the limit", "unitlet_instance_memory_working_set_bytes{"},
+		"cpu":                    {"CPU", "rate(unitlet_instance_cpu_usage_seconds_total{"},
+		"oom kills":              {"OOM kills", "increase(unitlet_instance_oom_events_total{"},
+		"drain duration":         {"Drain duration (p95)", "unitlet_drain_duration_seconds_bucket"},
+		"wake duration":          {"Wake latency", "unitlet_wake_duration_seconds_bucket"},
+		"runs":                   {"Runs by result", "unitlet_run_duration_seconds_count"},
+		"run duration":           {"Run duration (p95)", "unitlet_run_duration_seconds_bucket"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

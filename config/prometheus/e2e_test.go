@@ -23,8 +23,9 @@ import (
 
 // A real Prometheus scrapes controller-runtime's registry, where
 // controllers/metrics lives, with rules.yaml loaded (for: cut to 0s). An
-// injected KillUnproven reaches firing in Prometheus' own API, and every
-// metric the dashboard and the rules name was scraped.
+// injected KillUnproven reaches firing in Prometheus' own API, every
+// metric the dashboard and the rules name was scraped, and promtool check
+// metrics finds nothing to say of what was served.
 func TestEndToEndAlertFiresInPrometheus(t *testing.T) {
 	bin := tool(t, "prometheus")
 
@@ -45,12 +46,14 @@ func TestEndToEndAlertFiresInPrometheus(t *testing.T) {
 	})
 	t.Cleanup(func() { metrics.DeleteInstance("shop", "web") })
 	agent := serve(t, promhttp.HandlerFor(crmetrics.Registry, promhttp.HandlerOpts{}))
+	// What the agent serves passes Prometheus' own linter.
+	promtest.CheckMetrics(t, tool(t, "promtool"), agent)
 
 	prom := promtest.Start(t, promtest.Config{Bin: bin, Target: agent, RulesFile: RulesFile, Node: "e2e-node"})
 
 	// Scraped and evaluated with no doubt: nothing fires.
 	promtest.WaitFor(t, 60*time.Second, "the agent scraped with nothing firing", func() (bool, string) {
-		up := prom.Query(t, `up{job="unitlet-agent"} == 1 and on() count(unitlet_instance_condition{instance="web"}) > 0`)
+		up := prom.Query(t, `up{job="unitlet-agent"} == 1 and on() count(unitlet_instance_condition{name="web"}) > 0`)
 		firing := prom.Firing(t)
 		return len(up) == 1 && len(firing) == 0, fmt.Sprintf("up: %v, firing: %v", up, firing)
 	})

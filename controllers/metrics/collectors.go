@@ -57,11 +57,11 @@ func newCollectors() *collectors {
 		instanceCondition: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: NameInstanceCondition,
 			Help: "An Instance's condition: 1 for the status it has now, 0 for the others.",
-		}, []string{"namespace", "instance", "type", "status"}),
+		}, []string{"namespace", "name", "type", "status"}),
 		instanceSuspended: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: NameInstanceSuspended,
 			Help: "1 while an Instance is suspended or suspending (Ready's reason is Suspended), so alerts can leave it out.",
-		}, []string{"namespace", "instance"}),
+		}, []string{"namespace", "name"}),
 		generations: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: NameGenerations,
 			Help: "Generations on this node by phase.",
@@ -96,7 +96,7 @@ func newCollectors() *collectors {
 		}, []string{"strategy", "result"}),
 		drainDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    NameDrainDuration,
-			Help:    "Time from a swap's flip until the old Generation was stopped, by how the wait ended: proven (nothing queued, no accepted connection open) or limit.",
+			Help:    "Time from a swap's flip until the old Generation was stopped, by how the wait ended: DrainProven (nothing queued, no accepted connection open) or DrainLimit.",
 			Buckets: shortBuckets,
 		}, []string{"result"}),
 		wakeDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
@@ -120,7 +120,7 @@ func newCollectors() *collectors {
 		logLinesDropped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: NameLogLinesDropped,
 			Help: "Lines of an Instance's output its log file could not take (the app was not blocked), by reason: NoSpace, Quota, WriteError.",
-		}, []string{"namespace", "instance", "reason"}),
+		}, []string{"namespace", "name", "reason"}),
 	}
 }
 

@@ -72,36 +72,36 @@ func TestSetInstanceConditions(t *testing.T) {
 		"one status per type is 1": {
 			calls: [][]metav1.Condition{{cond("Ready", "False"), cond("KillUnproven", "True")}},
 			want: map[string]float64{
-				"instance=web,namespace=%s,status=False,type=Ready":          1,
-				"instance=web,namespace=%s,status=True,type=Ready":           0,
-				"instance=web,namespace=%s,status=Unknown,type=Ready":        0,
-				"instance=web,namespace=%s,status=False,type=KillUnproven":   0,
-				"instance=web,namespace=%s,status=True,type=KillUnproven":    1,
-				"instance=web,namespace=%s,status=Unknown,type=KillUnproven": 0,
+				"name=web,namespace=%s,status=False,type=Ready":          1,
+				"name=web,namespace=%s,status=True,type=Ready":           0,
+				"name=web,namespace=%s,status=Unknown,type=Ready":        0,
+				"name=web,namespace=%s,status=False,type=KillUnproven":   0,
+				"name=web,namespace=%s,status=True,type=KillUnproven":    1,
+				"name=web,namespace=%s,status=Unknown,type=KillUnproven": 0,
 			},
 		},
 		"a later status replaces the earlier": {
 			calls: [][]metav1.Condition{{cond("Ready", "False")}, {cond("Ready", "True")}},
 			want: map[string]float64{
-				"instance=web,namespace=%s,status=False,type=Ready":   0,
-				"instance=web,namespace=%s,status=True,type=Ready":    1,
-				"instance=web,namespace=%s,status=Unknown,type=Ready": 0,
+				"name=web,namespace=%s,status=False,type=Ready":   0,
+				"name=web,namespace=%s,status=True,type=Ready":    1,
+				"name=web,namespace=%s,status=Unknown,type=Ready": 0,
 			},
 		},
 		"a type that is gone loses its series": {
 			calls: [][]metav1.Condition{{cond("Ready", "False"), cond("StartUncertain", "True")}, {cond("Ready", "True")}},
 			want: map[string]float64{
-				"instance=web,namespace=%s,status=False,type=Ready":   0,
-				"instance=web,namespace=%s,status=True,type=Ready":    1,
-				"instance=web,namespace=%s,status=Unknown,type=Ready": 0,
+				"name=web,namespace=%s,status=False,type=Ready":   0,
+				"name=web,namespace=%s,status=True,type=Ready":    1,
+				"name=web,namespace=%s,status=Unknown,type=Ready": 0,
 			},
 		},
 		"an unexpected status counts as Unknown": {
 			calls: [][]metav1.Condition{{cond("Ready", "")}},
 			want: map[string]float64{
-				"instance=web,namespace=%s,status=False,type=Ready":   0,
-				"instance=web,namespace=%s,status=True,type=Ready":    0,
-				"instance=web,namespace=%s,status=Unknown,type=Ready": 1,
+				"name=web,namespace=%s,status=False,type=Ready":   0,
+				"name=web,namespace=%s,status=True,type=Ready":    0,
+				"name=web,namespace=%s,status=Unknown,type=Ready": 1,
 			},
 		},
 		"no conditions, no series": {
@@ -134,23 +134,23 @@ func TestDeleteInstanceRemovesItsSeries(t *testing.T) {
 	conds := []metav1.Condition{cond("Ready", "True"), cond("Reconciling", "False")}
 	SetInstanceConditions(ns, "gone", conds)
 	SetInstanceConditions(ns, "kept", conds)
-	if n := len(gathered(t, NameInstanceCondition, map[string]string{"namespace": ns, "instance": "gone"})); n != 6 {
+	if n := len(gathered(t, NameInstanceCondition, map[string]string{"namespace": ns, "name": "gone"})); n != 6 {
 		t.Fatalf("before delete: %d series of gone, want 6", n)
 	}
 
 	DeleteInstance(ns, "gone")
 
 	for _, name := range []string{NameInstanceCondition, NameInstanceSuspended} {
-		if got := gathered(t, name, map[string]string{"namespace": ns, "instance": "gone"}); len(got) != 0 {
+		if got := gathered(t, name, map[string]string{"namespace": ns, "name": "gone"}); len(got) != 0 {
 			t.Errorf("after delete, %s series of gone remain: %v", name, got)
 		}
 	}
-	if n := len(gathered(t, NameInstanceCondition, map[string]string{"namespace": ns, "instance": "kept"})); n != 6 {
+	if n := len(gathered(t, NameInstanceCondition, map[string]string{"namespace": ns, "name": "kept"})); n != 6 {
 		t.Errorf("after deleting gone: %d series of kept, want 6", n)
 	}
 	// Setting it again after a delete starts from nothing: no stale types.
 	SetInstanceConditions(ns, "gone", []metav1.Condition{cond("Ready", "False")})
-	if n := len(gathered(t, NameInstanceCondition, map[string]string{"namespace": ns, "instance": "gone"})); n != 3 {
+	if n := len(gathered(t, NameInstanceCondition, map[string]string{"namespace": ns, "name": "gone"})); n != 3 {
 		t.Errorf("re-set after delete: %d series, want 3", n)
 	}
 }
@@ -170,7 +170,7 @@ func TestInstanceSuspended(t *testing.T) {
 	}
 	for _, tc := range tests { // in order: each replaces the one before
 		SetInstanceConditions(ns, "web", []metav1.Condition{tc.ready})
-		want := map[string]float64{"instance=web,namespace=suspended": tc.want}
+		want := map[string]float64{"name=web,namespace=suspended": tc.want}
 		if diff := cmp.Diff(want, gathered(t, NameInstanceSuspended, map[string]string{"namespace": ns})); diff != "" {
 			t.Errorf("%s (-want,+got):\n%s", tc.name, diff)
 		}
@@ -254,6 +254,31 @@ func TestObserveHistogramsByLabel(t *testing.T) {
 	}
 }
 
+// Drains and runs have a series per result before the first one, so the
+// dashboard's panels show 0 rather than nothing.
+func TestDrainAndRunResultsHaveSeries(t *testing.T) {
+	tests := map[string]struct {
+		name string
+		want []string
+	}{
+		"drains": {NameDrainDuration, []string{"result=DrainLimit", "result=DrainProven"}},
+		"runs": {NameRunDuration, []string{"result=abandoned", "result=failed", "result=interrupted",
+			"result=notStarted", "result=succeeded", "result=unproven"}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			var got []string
+			for k := range gathered(t, tc.name, nil) {
+				got = append(got, k)
+			}
+			sort.Strings(got)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s series (-want,+got):\n%s", tc.name, diff)
+			}
+		})
+	}
+}
+
 // cmpOnly compares only the map entries whose key starts with prefix.
 func cmpOnly(prefix string) cmp.Option {
 	return cmp.FilterPath(func(p cmp.Path) bool {
@@ -302,8 +327,8 @@ func TestLogLineDropped(t *testing.T) {
 	LogLineDropped(ns, "web", "NoSpace")
 	LogLineDropped(ns, "web", "WriteError")
 	want := map[string]float64{
-		"instance=web,namespace=dropped,reason=NoSpace":    2,
-		"instance=web,namespace=dropped,reason=WriteError": 1,
+		"name=web,namespace=dropped,reason=NoSpace":    2,
+		"name=web,namespace=dropped,reason=WriteError": 1,
 	}
 	if diff := cmp.Diff(want, gathered(t, NameLogLinesDropped, map[string]string{"namespace": ns})); diff != "" {
 		t.Errorf("%s (-want,+got):\n%s", NameLogLinesDropped, diff)

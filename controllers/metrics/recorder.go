@@ -27,6 +27,10 @@ var (
 		outcome.Cancelled, outcome.NoDelegation, outcome.Permission,
 	}
 	knownModes = []string{ModeJoining, ModeHosting}
+	// How a drain's wait ended, and how a one-off run ended (the results
+	// agent/endpoint and the adoption record).
+	knownDrainResults = []string{v1alpha1.ReasonDrainProven, v1alpha1.ReasonDrainLimit}
+	knownRunResults   = []string{"succeeded", "failed", "interrupted", "abandoned", "notStarted", "unproven"}
 )
 
 // The agent's modes as SetMode takes them.
@@ -76,6 +80,12 @@ func newRecorder(reg prometheus.Registerer) (*recorder, error) {
 		r.c.starts.WithLabelValues(k.String())
 	}
 	r.c.kills.WithLabelValues(ProofProven, v1alpha1.ReasonProven)
+	for _, res := range knownDrainResults {
+		r.c.drainDuration.WithLabelValues(res)
+	}
+	for _, res := range knownRunResults {
+		r.c.runDuration.WithLabelValues(res)
+	}
 	for _, reason := range knownKillReasons {
 		r.c.kills.WithLabelValues(ProofUnproven, string(reason))
 	}
@@ -123,7 +133,7 @@ func (r *recorder) deleteInstance(namespace, name string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.conditions, instanceKey{namespace, name})
-	of := prometheus.Labels{"namespace": namespace, "instance": name}
+	of := prometheus.Labels{"namespace": namespace, "name": name}
 	r.c.instanceCondition.DeletePartialMatch(of)
 	r.c.instanceSuspended.DeletePartialMatch(of)
 	r.c.logLinesDropped.DeletePartialMatch(of)

@@ -156,7 +156,7 @@ func metricsAuthorized(t *testing.T) {
 	scrape := func(token string) string {
 		return c.VM.MustRun(t, fmt.Sprintf(`python3 - <<'EOF'
 import ssl, urllib.request, urllib.error
-req = urllib.request.Request("https://%s:8080/metrics")
+req = urllib.request.Request("https://%s:10261/metrics")
 if %q: req.add_header("Authorization", "Bearer " + %q)
 try:
     r = urllib.request.urlopen(req, context=ssl._create_unverified_context(), timeout=10)

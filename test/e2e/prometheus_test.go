@@ -36,7 +36,8 @@ func withMetrics(a *agent) { a.Metrics = true }
 // KillUnproven, the agent's /metrics says so and UnitletKillUnproven fires
 // in Prometheus' API. Released, the kill is proven, the alert resolves and
 // the swap completes. Every metric the dashboard and the rules name was
-// scraped from the agent, and a deleted Instance leaves no series.
+// scraped from the agent, what it serves passes promtool check metrics,
+// and a deleted Instance leaves no series.
 func TestPrometheusFiresOnUnprovenKill(t *testing.T) {
 	root := testenv.RepoRoot()
 	rulesFile := filepath.Join(root, "config", "prometheus", "rules.yaml")
@@ -53,7 +54,7 @@ func TestPrometheusFiresOnUnprovenKill(t *testing.T) {
 	t.Cleanup(func() { deleteAndWait(t, inst.Name) }) // runs after the hold ends
 	waitServing(t, inst.Name, 1)
 	promtest.WaitFor(t, 60*time.Second, "the agent scraped with nothing firing", func() (bool, string) {
-		up := prom.Query(t, `up{job="unitlet-agent"} == 1 and on() count(unitlet_instance_condition{instance="ledger-alert",type="Ready",status="True"} == 1) > 0`)
+		up := prom.Query(t, `up{job="unitlet-agent"} == 1 and on() count(unitlet_instance_condition{name="ledger-alert",type="Ready",status="True"} == 1) > 0`)
 		firing := prom.Firing(t)
 		return len(up) == 1 && len(firing) == 0, fmt.Sprintf("up: %v, firing: %v", up, firing)
 	})
@@ -81,7 +82,7 @@ func TestPrometheusFiresOnUnprovenKill(t *testing.T) {
 		return meta.IsStatusConditionTrue(i.Status.Conditions, v1.ConditionKillUnproven), conditions(i.Status.Conditions)
 	})
 	unproven := time.Since(retired)
-	want := map[string]string{"namespace": "default", "instance": inst.Name, "type": v1.ConditionKillUnproven, "status": "True"}
+	want := map[string]string{"namespace": "default", "name": inst.Name, "type": v1.ConditionKillUnproven, "status": "True"}
 	if got := agentSample(t, a.MetricsAddr, "unitlet_instance_condition", want); got != "1" {
 		t.Errorf("agent /metrics: unitlet_instance_condition%v = %q, want 1", want, got)
 	}
@@ -119,6 +120,8 @@ func TestPrometheusFiresOnUnprovenKill(t *testing.T) {
 	if nodes := prom.LabelValues(t, "node", "unitlet_agent_info"); !slices.Equal(nodes, []string{a.Node}) {
 		t.Errorf("unitlet_agent_info nodes: %v, want [%s]", nodes, a.Node)
 	}
+	// Its names, types and HELP pass Prometheus' own linter.
+	promtest.CheckMetrics(t, promtest.Binary(t, "promtool"), a.MetricsAddr)
 
 	// Deleted, the Instance leaves no cgroup and no series.
 	deleteAndWait(t, inst.Name)
@@ -128,7 +131,7 @@ func TestPrometheusFiresOnUnprovenKill(t *testing.T) {
 		}
 	}
 	testutil.Eventually(t, "the Instance's series gone from /metrics", 30*time.Second, pollEvery, func() (bool, string) {
-		v := agentSample(t, a.MetricsAddr, "unitlet_instance_condition", map[string]string{"instance": inst.Name})
+		v := agentSample(t, a.MetricsAddr, "unitlet_instance_condition", map[string]string{"name": inst.Name})
 		return v == "", "still " + v
 	})
 }

@@ -55,7 +55,7 @@ func (s *Server) Query(t testing.TB, expr string) []map[string]string {
 	return out
 }
 
-// Firing lists "alertname namespace/instance" of the alerts in state
+// Firing lists "alertname namespace/name" of the alerts in state
 // firing, as /api/v1/alerts reports them, sorted.
 func (s *Server) Firing(t testing.TB) []string {
 	t.Helper()
@@ -75,7 +75,7 @@ func (s *Server) Firing(t testing.TB) []string {
 	var out []string
 	for _, a := range r.Alerts {
 		if a.State == "firing" {
-			out = append(out, a.Labels["alertname"]+" "+a.Labels["namespace"]+"/"+a.Labels["instance"])
+			out = append(out, a.Labels["alertname"]+" "+a.Labels["namespace"]+"/"+a.Labels["name"])
 		}
 	}
 	sort.Strings(out)

@@ -55,7 +55,9 @@ func Start(t testing.TB, cfg Config) *Server {
 		t.Fatal(err)
 	}
 	write(t, filepath.Join(dir, "rules.yaml"), forClause.ReplaceAllString(string(rules), "${1}0s"))
-	// honor_labels: the agent's own "instance" label names the Instance.
+	// As the ServiceMonitor: the target has the Prometheus Operator's
+	// namespace label (the Service's), and honor_labels keeps the
+	// per-Instance series' own namespace over it.
 	write(t, filepath.Join(dir, "prometheus.yml"), fmt.Sprintf(`global:
   scrape_interval: 1s
   evaluation_interval: 1s
@@ -65,7 +67,7 @@ scrape_configs:
     honor_labels: true
     static_configs:
       - targets: [%q]
-        labels: {node: %q}
+        labels: {node: %q, namespace: unitlet-system}
 `, Job, cfg.Target, cfg.Node))
 	addr := FreeAddr(t)
 	cmd := exec.Command(cfg.Bin,
@@ -125,5 +127,26 @@ func write(t testing.TB, path, content string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// CheckMetrics runs `promtool check metrics` on what http://addr/metrics
+// serves now: the names, types and HELP of every family, as Prometheus'
+// own linter reads them. Each problem fails the test.
+func CheckMetrics(t testing.TB, promtool, addr string) {
+	t.Helper()
+	c := &http.Client{Timeout: 10 * time.Second}
+	resp, err := c.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatalf("scrape %s: %v", addr, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("scrape %s: %s", addr, resp.Status)
+	}
+	cmd := exec.Command(promtool, "check", "metrics")
+	cmd.Stdin = resp.Body
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("promtool check metrics of %s: %v\n%s", addr, err, out)
 	}
 }

@@ -18,7 +18,7 @@ import (
 func TestStartScrapesAndFires(t *testing.T) {
 	var value atomic.Int64
 	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		fmt.Fprintf(w, "# TYPE unitlet_probe gauge\nunitlet_probe{namespace=\"ns\",instance=\"web\"} %d\n", value.Load())
+		fmt.Fprintf(w, "# TYPE unitlet_probe gauge\nunitlet_probe{namespace=\"ns\",name=\"web\"} %d\n", value.Load())
 	}))
 	t.Cleanup(target.Close)
 	rules := filepath.Join(t.TempDir(), "rules.yaml")
