@@ -128,6 +128,19 @@ func (h *harness) priorityLevel(ctx context.Context, cfg *rest.Config) (string, 
 	return "", fmt.Errorf("no priority level has the UID %q the API server answered", uid)
 }
 
+// waitLevel waits until the API server puts cfg's requests in priority
+// level want: its flow control reads new FlowSchemas from a watch.
+func (h *harness) waitLevel(ctx context.Context, cfg *rest.Config, want string) error {
+	var got string
+	var err error
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); sleep(ctx, 200*time.Millisecond) {
+		if got, err = h.priorityLevel(ctx, cfg); err == nil && got == want {
+			return nil
+		}
+	}
+	return fmt.Errorf("requests in priority level %q, want %s (config/flowcontrol): %v", got, want, err)
+}
+
 // reader is the other client: its own user (a ServiceAccount of another
 // namespace, so service-accounts → workload-low), its own connection, no
 // client-side limit.

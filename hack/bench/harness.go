@@ -97,9 +97,8 @@ func setup(ctx context.Context, o options) (_ *harness, err error) {
 	if err := h.startAgent(ctx, exe, kubeconfig); err != nil {
 		return h, err
 	}
-	level, err := h.priorityLevel(ctx, h.agentCfg)
-	if err != nil || level != agentLevel {
-		return h, fmt.Errorf("the agent's requests are in priority level %q, want %s (config/flowcontrol): %v", level, agentLevel, err)
+	if err := h.waitLevel(ctx, h.agentCfg, agentLevel); err != nil {
+		return h, fmt.Errorf("the agent's credentials: %w", err)
 	}
 	return h, nil
 }
