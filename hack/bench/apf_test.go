@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -34,7 +35,7 @@ func TestFlowControlAndFloor(t *testing.T) {
 	tests := map[string]struct{ ns, sa, want string }{
 		"the agents":       {agentNS, agentSA, agentLevel},
 		"the cluster side": {agentNS, "unitlet-nodewatch", "workload-high"},
-		"another client":   {readerNS, readerSA, "workload-low"},
+		"another client":   {readerNS, "other", "workload-low"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -52,6 +53,15 @@ func TestFlowControlAndFloor(t *testing.T) {
 	}
 	if h.agentCfg == nil {
 		t.Fatal("no agent credentials")
+	}
+	rd, err := h.newReader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := rd.start(ctx)
+	sleep(ctx, 300*time.Millisecond)
+	if l := stop(); l.Count == 0 || l.P99 <= 0 || l.Max < l.P99 {
+		t.Errorf("the other client's reads: %+v", l)
 	}
 	r := &results{N: h.o.n}
 	if err := apiFloor(ctx, h, r); err != nil {
