@@ -107,11 +107,12 @@ deps-run: ## Install only what `make run` uses (openssl, curl) when missing.
 ##@ Test
 
 .PHONY: test
-test: deps control-plane cluster-binaries build image test-release-dist node-vm-image ## Everything: unit, envtest, fuzz smoke, kubectl checks, the node VM, the cluster.
+test: deps control-plane cluster-binaries build image test-release-dist node-vm-image ## Everything: unit, envtest, fuzz smoke, kubectl checks, a release, the node VM, the cluster, the docs' commands.
 	go test -count=1 -timeout 20m $$(go list ./... | grep -v '/test/')
 	@# The end-to-end suites drive real agents, systemd and load: one at a
 	@# time, so a zero-failure swap is measured on a machine that is not
-	@# also booting systemd for another package.
+	@# also booting systemd for another package. test/docs is among them:
+	@# it starts `make run`'s dev control plane and agent.
 	go test -count=1 -timeout 40m -p 1 ./test/...
 	$(MAKE) --no-print-directory fuzz
 	hack/check-printer-columns.sh
@@ -132,6 +133,10 @@ test-release: test-release-dist ## Only test/release: the release's artifacts, d
 .PHONY: test-fleet
 test-fleet: deps control-plane build ## Only test/fleet: three agents and the cluster side on this machine; placement, drain under load, a lost node, the instance key.
 	go test -count=1 -timeout 20m -v ./test/fleet/
+
+.PHONY: test-docs
+test-docs: deps control-plane build ## Only test/docs: every sh block of README's quick start and docs/app-developer-guide.md, run against `make run` as a reader would.
+	go test -count=1 -timeout 45m -v ./test/docs/
 
 .PHONY: test-node
 test-node: deps control-plane build node-vm-image ## Only test/node: the agent with the DaemonSet's flags in the Debian node VM.
