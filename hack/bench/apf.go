@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
+	"github.com/unitlet/unitlet/internal/testkit/keyminter"
 	"github.com/unitlet/unitlet/internal/testkit/testenv"
 )
 
@@ -67,6 +68,19 @@ func (h *harness) saUser(ctx context.Context, ns, name string) (*envtest.Authent
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
 	}
 	return u, h.c.Create(ctx, crb)
+}
+
+// startKeyMinter runs the cluster side's instance key controller, as
+// `unitlet cluster` does (no Instance makes a generation without its
+// key), as the cluster side's ServiceAccount, so its FlowSchema applies.
+func (h *harness) startKeyMinter(ctx context.Context) error {
+	u, err := h.saUser(ctx, agentNS, "unitlet-nodewatch")
+	if err != nil {
+		return err
+	}
+	cfg := rest.CopyConfig(u.Config())
+	cfg.QPS = -1
+	return keyminter.Start(ctx, cfg)
 }
 
 // applyFlowControl creates what config/flowcontrol holds, as

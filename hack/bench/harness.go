@@ -86,6 +86,9 @@ func setup(ctx context.Context, o options) (_ *harness, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := h.startKeyMinter(ctx); err != nil {
+		return nil, err
+	}
 	pid := strconv.Itoa(os.Getpid())
 	h.lay = layout.Layout{StateRoot: filepath.Join(h.dir, "state"), RunRoot: "/dev/shm/ulb-" + pid, CgroupRoot: "unitlet-bench-" + pid}
 	if h.metrics, err = freeAddr(); err != nil {
