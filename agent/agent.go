@@ -53,7 +53,9 @@ func run(ctx context.Context, opts Options, log logr.Logger, j joining) error {
 	if err != nil {
 		return fmt.Errorf("kubernetes client configuration: %w", err)
 	}
-	cfg.QPS, cfg.Burst = opts.APIQPS, opts.APIBurst
+	if err := apiLimits(cfg, opts.APIQPS, opts.APIBurst); err != nil {
+		return err
+	}
 	if err := waitForAPI(ctx, cfg, opts.ProbeAddr, log); err != nil {
 		return fmt.Errorf("API server: %w", err)
 	}

@@ -147,11 +147,10 @@ func Parse(args []string) (Options, error) {
 		o.Reserved, err = capacity.ParseReserve(v)
 		return err
 	})
-	o.APIQPS = 50
-	fs.Func("kube-api-qps", "requests per second the agent may send the API server (default 50, the kubelet's)", func(v string) error {
+	fs.Func("kube-api-qps", "an operator's cap on the requests per second the agent's whole client sends the API server, one bucket with --kube-api-burst (default 0: none, the API server's Priority and Fairness is the budget; see config/flowcontrol)", func(v string) error {
 		q, err := strconv.ParseFloat(v, 32)
-		if err != nil || q <= 0 {
-			return fmt.Errorf("want a positive number, got %q", v)
+		if err != nil || q < 0 {
+			return fmt.Errorf("want 0 (no cap) or a positive number, got %q", v)
 		}
 		o.APIQPS = float32(q)
 		return nil

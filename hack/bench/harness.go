@@ -16,8 +16,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/unitlet/unitlet/internal/scheme"
 	"github.com/unitlet/unitlet/internal/testkit/testenv"
@@ -45,7 +45,9 @@ type harness struct {
 	agent   *exec.Cmd
 	metrics string // the agent's metrics address
 	pprof   string // the agent's /debug/pprof address
-	o       options
+	// agentCfg is the agent's credentials (the floor's client uses them).
+	agentCfg *rest.Config
+	o        options
 }
 
 func setup(ctx context.Context, o options) (_ *harness, err error) {
@@ -80,8 +82,11 @@ func setup(ctx context.Context, o options) (_ *harness, err error) {
 	if err := h.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: benchNS}}); err != nil {
 		return nil, err
 	}
-	kubeconfig, err := h.kubeconfig()
+	kubeconfig, err := h.kubeconfig(ctx)
 	if err != nil {
+		return nil, err
+	}
+	if err := h.startKeyMinter(ctx); err != nil {
 		return nil, err
 	}
 	pid := strconv.Itoa(os.Getpid())
@@ -92,7 +97,13 @@ func setup(ctx context.Context, o options) (_ *harness, err error) {
 	if h.pprof, err = freeAddr(); err != nil {
 		return nil, err
 	}
-	return h, h.startAgent(ctx, exe, kubeconfig)
+	if err := h.startAgent(ctx, exe, kubeconfig); err != nil {
+		return h, err
+	}
+	if err := h.waitLevel(ctx, h.agentCfg, agentLevel); err != nil {
+		return h, fmt.Errorf("the agent's credentials: %w", err)
+	}
+	return h, nil
 }
 
 func freeAddr() (string, error) {
@@ -113,11 +124,18 @@ func buildApp(dir string) (string, error) {
 	return out, nil
 }
 
-func (h *harness) kubeconfig() (string, error) {
-	user, err := h.env.AddUser(envtest.User{Name: "bench-agent", Groups: []string{"system:masters"}}, nil)
+// kubeconfig is the agent's: it authenticates as the DaemonSet's
+// ServiceAccount does, so config/flowcontrol's FlowSchema (applied first)
+// decides its requests as in a cluster.
+func (h *harness) kubeconfig(ctx context.Context) (string, error) {
+	if err := h.applyFlowControl(ctx); err != nil {
+		return "", fmt.Errorf("config/flowcontrol: %w", err)
+	}
+	user, err := h.saUser(ctx, agentNS, agentSA)
 	if err != nil {
 		return "", err
 	}
+	h.agentCfg = user.Config()
 	raw, err := user.KubeConfig()
 	if err != nil {
 		return "", err

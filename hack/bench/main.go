@@ -80,7 +80,8 @@ func run(ctx context.Context, o options) (*results, error) {
 		name string
 		f    func(context.Context, *harness, *results) error
 	}{
-		{"create", phaseCreate}, {"idle", phaseIdle}, {"swap", phaseSwap}, {"delete", phaseDelete}, {"batch", phaseBatch},
+		{"create", phaseCreateWithReads}, {"idle", phaseIdle}, {"swap", phaseSwap}, {"delete", phaseDelete}, {"batch", phaseBatch},
+		{"API floor", apiFloor},
 	}
 	for _, p := range phases {
 		fmt.Printf("bench: %s ...\n", p.name)

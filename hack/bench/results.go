@@ -66,6 +66,10 @@ type results struct {
 	AgentThreads    int64   `json:"agentThreads"`
 	RawForkExec     *raw    `json:"rawForkExec,omitempty"`
 	RawSystemd      *raw    `json:"rawSystemd,omitempty"`
+	// Floor is the API floor (floor.go); Reads another client's reads
+	// at rest and during the create (apf.go).
+	Floor *floorFigures `json:"floor,omitempty"`
+	Reads reads         `json:"reads"`
 }
 
 func percentiles(d []time.Duration) (p50, p90, p99 float64) {
@@ -155,6 +159,7 @@ func (r *results) table() string {
 		fmt.Fprintf(&b, "  %s: %s\n", p.name, strings.Join(p.rows, ", "))
 	}
 	fmt.Fprintf(&b, "settled (queues empty 10 s) %.1f s after all were Ready\n", r.SettleSeconds)
+	b.WriteString(r.floorTable())
 	return b.String()
 }
 
