@@ -17,11 +17,11 @@ import (
 
 // Facts the setters' tables share.
 var (
-	startRunning  = &outcome.Start{Kind: outcome.Running, MainPID: 7, InvocationID: "abc"}
-	exit3         = &outcome.Exit{Result: "exit-code", Code: 3}
-	execNotFound  = &outcome.Exit{Result: "exit-code", Code: 127, ExecFailed: "no such file"}
-	exitedNow     = &node.State{Status: units.Status{Exit: exit3}}
-	oomKilledNow  = &node.State{Status: units.Status{Exit: &outcome.Exit{Result: "signal", Signal: 9}},
+	startRunning = &outcome.Start{Kind: outcome.Running, MainPID: 7, InvocationID: "abc"}
+	exit3        = &outcome.Exit{Result: "exit-code", Code: 3}
+	execNotFound = &outcome.Exit{Result: "exit-code", Code: 127, ExecFailed: "no such file"}
+	exitedNow    = &node.State{Status: units.Status{Exit: exit3}}
+	oomKilledNow = &node.State{Status: units.Status{Exit: &outcome.Exit{Result: "signal", Signal: 9}},
 		OOM: &node.OOM{Kills: 1, MemoryLimitBytes: 16 << 20}}
 	killProven    = &outcome.Kill{Proven: true}
 	killUnproven3 = &outcome.Kill{Reason: outcome.KillReason(v1.ReasonCgroupNotEmpty), Cause: errors.New("3 pids")}
