@@ -220,3 +220,22 @@ func TestStatsOfARealGeneration(t *testing.T) {
 		t.Errorf("Stats of an absent child = %v, want ErrNoChild", err)
 	}
 }
+
+// BenchmarkStats times one generation's Stats on this host's cgroups: a
+// scrape reads one per generation, so 1000 Instances cost 1000 of these.
+func BenchmarkStats(b *testing.B) {
+	cfg := testConfig(b)
+	tier := Tier{MemoryBytes: 64 << 20, Pids: 64}
+	m := newManager(b, cfg, "bench", tier)
+	g1, err := m.CreateGeneration(1, tier)
+	if err != nil {
+		b.Fatal(err)
+	}
+	spawnIn(b, m, g1, "exec sleep 1000", 1)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := m.Stats(g1); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
