@@ -47,6 +47,7 @@ func setupHosting(mgr ctrl.Manager, opts Options) error {
 	}
 	log.Info("node runtime ready", "unitBackend", backend)
 	metrics.SetAgentInfo(opts.NodeName, version.Get(), backend)
+	metrics.SetUsageSource(usageSource(rt))
 	recorder := mgr.GetEventRecorder("unitlet-agent")
 	if opts.ServeAddr != "" && opts.ServeAddr != "0" {
 		err := mgr.Add(&endpoint.Server{

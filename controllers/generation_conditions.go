@@ -48,9 +48,10 @@ func setStarted(gen *v1.Generation, v genView) []genEvent {
 			evs = append(evs, execFailedEvent(v.n, e))
 		} else {
 			// It did start; "running" is no longer so.
-			setGenCondition(gen, v1.ConditionStarted, metav1.ConditionTrue, v1.ReasonExited,
-				fmt.Sprintf("ran as pid %d, then %s", v.mainPID, describeExit(e)))
-			evs = append(evs, warning(v1.ReasonExited, "Observe", "generation %d exited: %s", v.n, describeExit(e)))
+			reason, how := exitReason(v)
+			setGenCondition(gen, v1.ConditionStarted, metav1.ConditionTrue, reason,
+				fmt.Sprintf("ran as pid %d, then %s", v.mainPID, how))
+			evs = append(evs, warning(reason, "Observe", "generation %d exited: %s", v.n, how))
 		}
 	}
 	if k := v.kill; k != nil {
@@ -110,7 +111,8 @@ func setGenerationReady(gen *v1.Generation, v genView) []genEvent {
 		if e.ExecFailed != "" {
 			set(metav1.ConditionFalse, v1.ReasonExecFailed, execFailedMsg(e))
 		} else {
-			set(metav1.ConditionFalse, v1.ReasonExited, describeExit(e))
+			reason, how := exitReason(v)
+			set(metav1.ConditionFalse, reason, how)
 		}
 	}
 	if v.unresolved != "" {

@@ -17,10 +17,12 @@ import (
 
 // Facts the setters' tables share.
 var (
-	startRunning  = &outcome.Start{Kind: outcome.Running, MainPID: 7, InvocationID: "abc"}
-	exit3         = &outcome.Exit{Result: "exit-code", Code: 3}
-	execNotFound  = &outcome.Exit{Result: "exit-code", Code: 127, ExecFailed: "no such file"}
-	exitedNow     = &node.State{Status: units.Status{Exit: exit3}}
+	startRunning = &outcome.Start{Kind: outcome.Running, MainPID: 7, InvocationID: "abc"}
+	exit3        = &outcome.Exit{Result: "exit-code", Code: 3}
+	execNotFound = &outcome.Exit{Result: "exit-code", Code: 127, ExecFailed: "no such file"}
+	exitedNow    = &node.State{Status: units.Status{Exit: exit3}}
+	oomKilledNow = &node.State{Status: units.Status{Exit: &outcome.Exit{Result: "signal", Signal: 9}},
+		OOM: &node.OOM{Kills: 1, MemoryLimitBytes: 16 << 20}}
 	killProven    = &outcome.Kill{Proven: true}
 	killUnproven3 = &outcome.Kill{Reason: outcome.KillReason(v1.ReasonCgroupNotEmpty), Cause: errors.New("3 pids")}
 )
@@ -127,6 +129,12 @@ func TestSetStarted(t *testing.T) {
 			want:       "True/Exited: ran as pid 7, then exit code 3 (exit-code)",
 			wantEvents: []string{"Warning/Exited: generation 3 exited: exit code 3 (exit-code)"},
 		},
+		"OOM-killed after running": {
+			gen:        running,
+			facts:      genFacts{observed: oomKilledNow},
+			want:       "True/OOMKilled: ran as pid 7, then killed by SIGKILL (signal): the kernel OOM-killed 1 process in its cgroup at its memory limit of 16Mi",
+			wantEvents: []string{"Warning/OOMKilled: generation 3 exited: killed by SIGKILL (signal): the kernel OOM-killed 1 process in its cgroup at its memory limit of 16Mi"},
+		},
 		"the main process exited, others still run": {
 			gen:   running,
 			facts: genFacts{observed: &node.State{Status: units.Status{Exit: exit3, MainPID: 9}, Populated: true}},
@@ -164,6 +172,10 @@ func TestSetGenerationReady(t *testing.T) {
 			wantEvents: []string{"Warning/ReadinessTimeout: generation 3 not ready within 1s"},
 		},
 		"exited": {gen: starting, facts: genFacts{observed: exitedNow}, want: "False/Exited: exit code 3 (exit-code)"},
+		"OOM-killed": {
+			gen: starting, facts: genFacts{observed: oomKilledNow},
+			want: "False/OOMKilled: killed by SIGKILL (signal): the kernel OOM-killed 1 process in its cgroup at its memory limit of 16Mi",
+		},
 		"its command could not be executed, seen at start": {
 			facts: genFacts{start: &outcome.Start{Kind: outcome.ExitedBeforeObserved, Exit: execNotFound}},
 			want:  "False/ExecFailed: the command could not be executed: no such file",

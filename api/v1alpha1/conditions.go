@@ -104,6 +104,10 @@ const (
 	ReasonReconcileFailed = "ReconcileFailed"
 	// ReasonExited: the serving generation's app ended on its own.
 	ReasonExited = "Exited"
+	// ReasonOOMKilled: the generation's app ended, and the kernel's OOM
+	// killer killed in its cgroup (it reached its tier's memory limit);
+	// the message says the limit and how many kills.
+	ReasonOOMKilled = "OOMKilled"
 	// ReasonRestarting: a successor with the same template replaces a
 	// generation that exited; ReasonBackOff: it waits out the restart
 	// backoff first.

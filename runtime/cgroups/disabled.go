@@ -31,6 +31,7 @@ func (d disabled) Place(int, string) error                      { return d.err()
 func (d disabled) Populated(string) (bool, error)               { return false, d.err() }
 func (d disabled) Pids(string) ([]int, error)                   { return nil, d.err() }
 func (d disabled) Limits(string) (Limits, error)                { return Limits{}, d.err() }
+func (d disabled) Stats(string) (Stats, error)                  { return Stats{}, d.err() }
 func (d disabled) RemoveChild(string) error                     { return d.err() }
 func (d disabled) Remove() error                                { return d.err() }
 

@@ -83,6 +83,9 @@ type Manager interface {
 	Pids(child string) ([]int, error)
 	// Limits reads child's limits back from its files ("" is the parent).
 	Limits(child string) (Limits, error)
+	// Stats reads child's usage now ("" is the parent): working set,
+	// CPU time, OOM kills and memory limit. An absent child is ErrNoChild.
+	Stats(child string) (Stats, error)
 	// RemoveChild removes an empty child; an absent one is fine.
 	RemoveChild(child string) error
 	// Remove removes the parent and its (empty) children.
@@ -138,6 +141,7 @@ type driver interface {
 	controllers(rel string) controllerSet
 	set(rel string, t Tier, reset bool) error
 	limits(rel string) (Limits, error)
+	stats(rel string) (Stats, error)
 	place(rel string, pid int) error
 	// killOnce signals every process below rel once.
 	killOnce(rel string) error

@@ -134,6 +134,23 @@ func testV2Inside(t *testing.T) {
 		}
 	})
 
+	t.Run("stats from cpu.stat and the memory files", func(t *testing.T) {
+		have := m.(*instance).d.controllers(path.Join(m.Parent(), g1))
+		var st Stats
+		waitFor(t, "CPU time in g1", func() bool {
+			var err error
+			st, err = m.Stats(g1)
+			return err == nil && st.CPUUsageNanos > 0
+		})
+		want := Absent
+		if have.memory {
+			want = tier.MemoryBytes
+		}
+		if st.MemoryLimitBytes != want || st.OOMKills != 0 {
+			t.Errorf("g1 stats = %+v, want memory limit %d and no OOM kill", st, want)
+		}
+	})
+
 	t.Run("cgroup.kill proves g1 empty, siblings run", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()

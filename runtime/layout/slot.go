@@ -288,7 +288,13 @@ func (p Slot) Placements() ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []string{path.Join(p.inst.Cgroup(), child), path.Join(sliceCgroup(p.inst.SliceName()), p.UnitName())}, nil
+	return []string{path.Join(p.inst.Cgroup(), child), p.UnitCgroup()}, nil
+}
+
+// UnitCgroup is the cgroup systemd gives the slot's unit, relative to a
+// hierarchy's root: the unit beneath the slices its slice nests in.
+func (p Slot) UnitCgroup() string {
+	return path.Join(sliceCgroup(p.inst.SliceName()), p.UnitName())
 }
 
 // sliceCgroup is where systemd puts slice: each '-' in its name is a

@@ -86,6 +86,16 @@ type State struct {
 	units.Status
 	// Populated: the slot's cgroup holds processes.
 	Populated bool
+	// OOM is the kernel's OOM kills in the slot's cgroup and its memory
+	// limit, read once the slot ended (an exit and an empty cgroup) and
+	// its cgroup could still be read; nil otherwise.
+	OOM *OOM
+}
+
+// OOM is what the kernel's OOM killer did in an ended slot's cgroup.
+type OOM struct {
+	Kills            uint64
+	MemoryLimitBytes int64 // cgroups.Unlimited or Absent when none
 }
 
 // Readiness is a probe over a generation's own app socket.

@@ -188,5 +188,21 @@ func (n *Node) Observe(ctx context.Context, ref Ref) (State, error) {
 	if err != nil {
 		return State{}, fmt.Errorf("node: %w", err)
 	}
-	return State{Status: st, Populated: pop}, nil
+	s := State{Status: st, Populated: pop}
+	if st.Exit != nil && !pop {
+		s.OOM = n.oomOf(ctx, p)
+	}
+	return s, nil
+}
+
+// oomOf reads an ended slot's OOM kills; nil when its cgroup is gone or
+// unreadable (a systemd unit's goes with the unit: its exit's Result
+// says "oom-kill" instead).
+func (n *Node) oomOf(ctx context.Context, p layout.Slot) *OOM {
+	st, err := n.cfg.Backend.Stats(ctx, p)
+	if err != nil {
+		n.cfg.Log.V(1).Info("OOM kills not read", "unit", p.UnitName(), "err", err.Error())
+		return nil
+	}
+	return &OOM{Kills: st.OOMKills, MemoryLimitBytes: st.MemoryLimitBytes}
 }

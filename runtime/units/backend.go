@@ -119,6 +119,9 @@ type Backend interface {
 	// Populated reports whether p's cgroup holds a process; st is p's
 	// status as just observed.
 	Populated(ctx context.Context, p layout.Slot, st Status) (bool, error)
+	// Stats reads p's cgroup usage now (cgroups.Stats); a cgroup that is
+	// gone is cgroups.ErrNoChild.
+	Stats(ctx context.Context, p layout.Slot) (cgroups.Stats, error)
 	// WatchEmpty is closed once p's cgroup is empty (its process exited
 	// or was killed); the watch ends with ctx.
 	WatchEmpty(ctx context.Context, p layout.Slot) (<-chan struct{}, error)

@@ -58,6 +58,19 @@ func (b *Direct) Populated(_ context.Context, p layout.Slot, _ Status) (bool, er
 	return pop, nil
 }
 
+// Stats reads p's own cgroup child.
+func (b *Direct) Stats(_ context.Context, p layout.Slot) (cgroups.Stats, error) {
+	m, child, err := b.child(p)
+	if err != nil {
+		return cgroups.Stats{}, err
+	}
+	st, err := m.Stats(child)
+	if err != nil {
+		return st, fmt.Errorf("units: stats of %s: %w", p.UnitName(), err)
+	}
+	return st, nil
+}
+
 // WatchEmpty is the manager's watch of p's cgroup.
 func (b *Direct) WatchEmpty(ctx context.Context, p layout.Slot) (<-chan struct{}, error) {
 	m, child, err := b.child(p)

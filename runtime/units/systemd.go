@@ -29,6 +29,9 @@ type SystemdConfig struct {
 	// that must be empty for a kill to be proven (one per hierarchy the
 	// agent can read).
 	CgroupDirs func(cgroup string) []string
+	// CgroupMount is where the cgroup file systems are mounted, for
+	// usage stats ("" is the host's default).
+	CgroupMount string
 	// ProofBudget bounds one Prove.
 	ProofBudget time.Duration
 	// Layout, when set, maps listed unit names back to their process

@@ -64,6 +64,16 @@ func (b *Systemd) Populated(_ context.Context, _ layout.Slot, st Status) (bool, 
 	return !st.Gone(), nil
 }
 
+// Stats reads the unit's cgroup where systemd puts it (layout names it),
+// with no call to the manager: a scrape reads every unit's.
+func (b *Systemd) Stats(_ context.Context, p layout.Slot) (cgroups.Stats, error) {
+	st, err := cgroups.StatsAt(b.cfg.CgroupMount, p.UnitCgroup())
+	if err != nil {
+		return st, fmt.Errorf("units: stats of %s: %w", p.UnitName(), err)
+	}
+	return st, nil
+}
+
 // WatchEmpty observes the unit until it is gone.
 func (b *Systemd) WatchEmpty(ctx context.Context, p layout.Slot) (<-chan struct{}, error) {
 	ch := make(chan struct{})

@@ -49,6 +49,7 @@ type machine struct {
 	parents map[string]*cgroups.Tier // the instance cgroup's limit
 	faults  map[string]Fault         // by unit name
 	starts  map[string]int           // starts a unit was handed
+	stats   map[string]cgroups.Stats // what SetStats gave a unit
 	lastPID int
 }
 
@@ -69,7 +70,7 @@ type unit struct {
 // New returns a backend holding no unit and no parent.
 func New() *Backend {
 	return newBackend(&machine{units: map[string]*unit{}, parents: map[string]*cgroups.Tier{},
-		faults: map[string]Fault{}, starts: map[string]int{}})
+		faults: map[string]Fault{}, starts: map[string]int{}, stats: map[string]cgroups.Stats{}})
 }
 
 func newBackend(m *machine) *Backend {

@@ -1,6 +1,7 @@
 package unitstest
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/unitlet/unitlet/runtime/cgroups"
@@ -59,6 +60,31 @@ func (b *Backend) Release(p layout.Slot) {
 		u.active, u.sub = "failed", "failed"
 		u.empty()
 	}
+}
+
+// SetStats gives p's unit the usage its Stats reads from now on.
+func (b *Backend) SetStats(p layout.Slot, st cgroups.Stats) {
+	b.m.mu.Lock()
+	defer b.m.mu.Unlock()
+	b.m.stats[p.UnitName()] = st
+}
+
+// Stats is what SetStats gave p's unit (zero usage, no limit, if
+// nothing); a unit it never started has no cgroup (cgroups.ErrNoChild).
+func (b *Backend) Stats(_ context.Context, p layout.Slot) (cgroups.Stats, error) {
+	b.m.mu.Lock()
+	defer b.m.mu.Unlock()
+	if err := b.open(); err != nil {
+		return cgroups.Stats{}, err
+	}
+	if b.m.units[p.UnitName()] == nil {
+		return cgroups.Stats{}, fmt.Errorf("unitstest: %s: %w", p.UnitName(), cgroups.ErrNoChild)
+	}
+	st, ok := b.m.stats[p.UnitName()]
+	if !ok {
+		st.MemoryLimitBytes = cgroups.Unlimited
+	}
+	return st, nil
 }
 
 // Parent is the limit inst's parent holds now; false when there is none.
