@@ -45,6 +45,13 @@ func TestEndToEndAlertFiresInPrometheus(t *testing.T) {
 		cond("Ready", "True", "Reconciled"), cond("KillUnproven", "False", "Proven"), cond("StartUncertain", "False", "Certain"),
 	})
 	t.Cleanup(func() { metrics.DeleteInstance("shop", "web") })
+	// The usage an agent reads from the Instance's cgroups on scrape (real
+	// cgroups: test/e2e TestUsageSeriesAndOOMKilled).
+	metrics.SetUsageSource(func() []metrics.Usage {
+		return []metrics.Usage{{Namespace: "shop", Name: "web", MemoryWorkingSetBytes: 12 << 20, CPUUsageSeconds: 1.5,
+			OOMEvents: 1, MemoryLimitBytes: 64 << 20, HasMemoryLimit: true}}
+	})
+	t.Cleanup(func() { metrics.SetUsageSource(nil) })
 	agent := serve(t, promhttp.HandlerFor(crmetrics.Registry, promhttp.HandlerOpts{}))
 	// What the agent serves passes Prometheus' own linter.
 	promtest.CheckMetrics(t, tool(t, "promtool"), agent)
