@@ -16,6 +16,7 @@ import (
 	"github.com/unitlet/unitlet/controllers/capacity"
 	"github.com/unitlet/unitlet/controllers/hostgate"
 	"github.com/unitlet/unitlet/internal/agentapi"
+	"github.com/unitlet/unitlet/internal/logflags"
 	"github.com/unitlet/unitlet/runtime/boot"
 	"github.com/unitlet/unitlet/runtime/identity"
 	"github.com/unitlet/unitlet/runtime/node"
@@ -163,7 +164,7 @@ func Parse(args []string) (Options, error) {
 	fs.StringVar(&o.RelayCANamespace, "relay-ca-namespace", "unitlet-system", "namespace of ConfigMap unitlet-relay-ca, the CA (ca.crt) of the relay's client certificate, the endpoint's one caller")
 	fs.StringVar(&o.AdvertiseAddr, "advertise-address", "", "host the node's Enrollment publishes for that endpoint (in a DaemonSet, the node's IP); empty: the serve address's host, else the node's first global address")
 	fs.StringVar(&o.PprofAddr, "pprof-bind-address", "", "address of Go's /debug/pprof endpoints (unauthenticated: loopback only); empty disables them")
-	o.Zap.BindFlags(fs)
+	logflags.Bind(fs, &o.Zap)
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}

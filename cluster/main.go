@@ -32,6 +32,7 @@ import (
 	"github.com/unitlet/unitlet/cluster/moves"
 	"github.com/unitlet/unitlet/cluster/nodewatch"
 	"github.com/unitlet/unitlet/cluster/placement"
+	"github.com/unitlet/unitlet/internal/logflags"
 	"github.com/unitlet/unitlet/internal/scheme"
 	"github.com/unitlet/unitlet/internal/version"
 )
@@ -72,7 +73,7 @@ func parse(args []string) (options, error) {
 	fs.StringVar(&o.spreadLabel, "spread-label", placement.DefaultSpreadLabel, "Instance label whose value placement spreads across nodes (with the namespace)")
 	fs.StringVar(&o.approveNodes, "approve-nodes", "", "label selector: approve the Enrollment of each node whose Node matches it (empty: off); "+
 		"use node-restriction.kubernetes.io/ keys, which a kubelet cannot set on its own Node")
-	o.zap.BindFlags(fs)
+	logflags.Bind(fs, &o.zap)
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}

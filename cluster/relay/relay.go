@@ -29,6 +29,7 @@ import (
 
 	"github.com/unitlet/unitlet/api/subresources"
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
+	"github.com/unitlet/unitlet/internal/logflags"
 	"github.com/unitlet/unitlet/internal/relaytrust"
 	"github.com/unitlet/unitlet/internal/scheme"
 	"github.com/unitlet/unitlet/internal/version"
@@ -96,7 +97,7 @@ func parse(args []string) (o Options, kubeconfig string, zo zap.Options, err err
 	fs.StringVar(&o.Namespace, "namespace", "unitlet-system", "namespace of the relay's Service and of the relay CA (Secret and ConfigMap "+relaytrust.CAName+")")
 	fs.StringVar(&o.Service, "service", ServiceName, "the relay's Service, whose DNS name the serving certificate is for")
 	fs.StringVar(&o.APIService, "apiservice", APIServiceName, "the APIService whose caBundle the relay sets to its serving CA at start")
-	zo.BindFlags(fs)
+	logflags.Bind(fs, &zo)
 	if err = fs.Parse(args); err == nil && fs.NArg() > 0 {
 		err = fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}

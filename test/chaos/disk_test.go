@@ -78,7 +78,7 @@ func droppedLines(t *testing.T, a *agentproc.Agent, name, reason string) float64
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	want := fmt.Sprintf(`unitlet_log_lines_dropped_total{instance=%q,namespace=%q,reason=%q} `, name, testutil.Namespace, reason)
+	want := fmt.Sprintf(`unitlet_log_lines_dropped_total{name=%q,namespace=%q,reason=%q} `, name, testutil.Namespace, reason)
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
 	"os"
 	"strings"
@@ -188,7 +187,7 @@ func unitOf(t *testing.T, a *agentproc.Agent, name string, n int64) string {
 }
 
 // logTime is when a's log first said msg about unit (the agent logs JSON
-// with "ts" in seconds since the epoch).
+// with "ts" in RFC 3339 with nanoseconds).
 func logTime(t *testing.T, a *agentproc.Agent, msg, unit string) time.Time {
 	t.Helper()
 	f, err := os.Open(a.LogPath)
@@ -200,13 +199,12 @@ func logTime(t *testing.T, a *agentproc.Agent, msg, unit string) time.Time {
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		var line struct {
-			TS   float64 `json:"ts"`
-			Msg  string  `json:"msg"`
-			Unit string  `json:"unit"`
+			TS   time.Time `json:"ts"`
+			Msg  string    `json:"msg"`
+			Unit string    `json:"unit"`
 		}
 		if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == msg && line.Unit == unit {
-			sec, frac := math.Modf(line.TS)
-			return time.Unix(int64(sec), int64(frac*1e9))
+			return line.TS
 		}
 	}
 	t.Fatalf("the agent's log never says %q of %s", msg, unit)
