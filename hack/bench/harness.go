@@ -37,6 +37,7 @@ const (
 // harness is the control plane, the agent and where they keep things.
 type harness struct {
 	env     *testenv.Env
+	appDir  string
 	c       client.WithWatch
 	dir     string // scratch: kubeconfig, agent log
 	shm     string // the app binary and the raw baseline's sockets (visible in the sandbox)
@@ -68,7 +69,13 @@ func setup(ctx context.Context, o options) (_ *harness, err error) {
 	if err := os.MkdirAll(h.shm, 0o755); err != nil {
 		return nil, err
 	}
-	if h.app, err = buildApp(h.shm); err != nil {
+	// The app's binary in the checkout's bin/: an app's sandbox has its own
+	// /dev/shm, /tmp and /var/tmp, where it would not find it.
+	h.appDir = filepath.Join(testenv.RepoRoot(), "bin", fmt.Sprintf("bench-app-%d", os.Getpid()))
+	if err := os.MkdirAll(h.appDir, 0o755); err != nil {
+		return nil, err
+	}
+	if h.app, err = buildApp(h.appDir); err != nil {
 		return nil, err
 	}
 	if h.env, err = testenv.Start(); err != nil {
@@ -217,6 +224,9 @@ func (h *harness) close() {
 	}
 	if h.shm != "" {
 		_ = os.RemoveAll(h.shm)
+	}
+	if h.appDir != "" {
+		_ = os.RemoveAll(h.appDir)
 	}
 	if h.lay.RunRoot != "" {
 		_ = os.RemoveAll(h.lay.RunRoot)
