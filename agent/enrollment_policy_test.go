@@ -165,6 +165,24 @@ func TestAgentCannotApproveOrEditSpecs(t *testing.T) {
 	if err := agent.Get(ctx, client.ObjectKey{Name: node}, &cur); err != nil {
 		t.Fatal(err)
 	}
+	// Approved by the policy and withdrawn: the agent cannot erase the
+	// policy's mark, which would have the policy approve it again.
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: node}, &cur); err != nil {
+		t.Fatal(err)
+	}
+	cur.Annotations = map[string]string{v1.AnnotationApprovedByPolicy: "pool=web"}
+	cur.Spec.Approved = false
+	if err := env.Client.Update(ctx, &cur); err != nil {
+		t.Fatal(err)
+	}
+	patch = client.MergeFrom(cur.DeepCopy())
+	delete(cur.Annotations, v1.AnnotationApprovedByPolicy)
+	if err := refused(agent.Patch(ctx, &cur, patch), "approved-by-policy"); err != nil {
+		t.Errorf("the agent erasing the approval policy's mark: %v", err)
+	}
+	if err := agent.Get(ctx, client.ObjectKey{Name: node}, &cur); err != nil {
+		t.Fatal(err)
+	}
 	patch = client.MergeFrom(cur.DeepCopy())
 	cur.Status.Mode = v1.ModeJoining
 	if err := agent.Status().Patch(ctx, &cur, patch); err != nil {

@@ -190,6 +190,14 @@ const (
 // stored on every existing object.
 const Finalizer = "hosting.unitlet.dev/lease"
 
+// AnnotationApprovedByPolicy on an Enrollment names the label selector
+// the cluster side's approval policy (--approve-nodes) approved it for.
+// The policy approves an Enrollment once: one that carries it and is not
+// approved was withdrawn by an administrator, whose word stands. An agent
+// may neither set, change nor remove it (policy
+// unitlet-agent-node-scoped), or it could undo a withdrawal.
+const AnnotationApprovedByPolicy = "hosting.unitlet.dev/approved-by-policy"
+
 // AnnotationRotateKey on an Instance asks the cluster side to mint a new
 // instance key when its value differs from the one the key was last
 // minted for: an administrator's explicit act, which starts a new

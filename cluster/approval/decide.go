@@ -18,11 +18,9 @@ import (
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
 )
 
-// AnnotationApprovedBy on an Enrollment names the selector the policy
-// approved it for. The policy approves an Enrollment once: one that
-// carries it and is not approved was withdrawn by an administrator, whose
-// word stands.
-const AnnotationApprovedBy = "hosting.unitlet.dev/approved-by-policy"
+// AnnotationApprovedBy is v1.AnnotationApprovedByPolicy: the policy
+// approves an Enrollment once.
+const AnnotationApprovedBy = v1.AnnotationApprovedByPolicy
 
 // Parse reads --approve-nodes: nil (the policy is off) for an empty
 // value; a selector otherwise, with a warning per key a kubelet may set on
