@@ -113,7 +113,10 @@ test: deps control-plane cluster-binaries build image test-release-dist node-vm-
 	@# time, so a zero-failure swap is measured on a machine that is not
 	@# also booting systemd for another package. test/docs is among them:
 	@# it starts `make run`'s dev control plane and agent.
-	go test -count=1 -timeout 40m -p 1 ./test/...
+	@rm -f bin/step-times.txt
+	UNITLET_STEP_TIMES=$(CURDIR)/bin/step-times.txt go test -count=1 -timeout 40m -p 1 ./test/...
+	@# Where the suites' time went (each step of test/node, cluster, fleet).
+	@cat bin/step-times.txt
 	$(MAKE) --no-print-directory fuzz
 	hack/check-printer-columns.sh
 	$(MAKE) --no-print-directory verify

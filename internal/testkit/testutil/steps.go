@@ -2,6 +2,7 @@ package testutil
 
 import (
 	"fmt"
+	"os"
 	"testing"
 	"time"
 )
@@ -12,6 +13,10 @@ type Step struct {
 	Run  func(t *testing.T)
 }
 
+// StepTimesEnv names a file each step's duration is appended to, so a
+// package run without -v (make test) still leaves where its time went.
+const StepTimesEnv = "UNITLET_STEP_TIMES"
+
 // RunSteps runs steps in order as subtests, printing each one's duration
 // after prefix, and stops at the first that fails: the later ones need
 // its state.
@@ -20,9 +25,24 @@ func RunSteps(t *testing.T, prefix string, steps []Step) {
 	for _, s := range steps {
 		started := time.Now()
 		ok := t.Run(s.Name, s.Run)
-		fmt.Printf("%s: %-55s %s\n", prefix, s.Name, time.Since(started).Round(100*time.Millisecond))
+		line := fmt.Sprintf("%s: %-55s %s", prefix, s.Name, time.Since(started).Round(100*time.Millisecond))
+		fmt.Println(line)
+		recordStepTime(line)
 		if !ok {
 			t.Fatalf("%q failed; the later steps need its state", s.Name)
 		}
 	}
+}
+
+func recordStepTime(line string) {
+	p := os.Getenv(StepTimesEnv)
+	if p == "" {
+		return
+	}
+	f, err := os.OpenFile(p, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return // a record for people; a test never fails for it
+	}
+	defer f.Close()
+	_, _ = fmt.Fprintln(f, line)
 }
