@@ -1,8 +1,11 @@
 package v1alpha1
 
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 // Condition types. Ready is positive; Reconciling and Stalled follow
 // kstatus (abnormal-true); StartUncertain and KillUnproven are abnormal-true
-// and drive Ready=False while they hold.
+// and drive Ready=False while they hold. InstanceConditionNormal says
+// each Instance type's normal status.
 const (
 	ConditionReady          = "Ready"
 	ConditionReconciling    = "Reconciling"
@@ -37,6 +40,44 @@ const (
 	// not fit on each node.
 	ConditionScheduled = "Scheduled"
 )
+
+// instanceNormal is the status of each Instance condition type when
+// nothing needs anyone's attention, in InstanceStatus.Conditions' order:
+// the one place its polarity is written down. (Reconciling and Stalled
+// are removed rather than set False; False is still what they mean then.)
+var instanceNormal = [...]struct {
+	typ    string
+	status metav1.ConditionStatus
+}{
+	{ConditionReady, metav1.ConditionTrue},
+	{ConditionReconciling, metav1.ConditionFalse},
+	{ConditionStalled, metav1.ConditionFalse},
+	{ConditionStartUncertain, metav1.ConditionFalse},
+	{ConditionKillUnproven, metav1.ConditionFalse},
+	{ConditionScheduled, metav1.ConditionTrue},
+}
+
+// InstanceConditionTypes are the condition types an Instance's status
+// carries, in InstanceStatus.Conditions' order.
+func InstanceConditionTypes() []string {
+	types := make([]string, len(instanceNormal))
+	for i, n := range instanceNormal {
+		types[i] = n.typ
+	}
+	return types
+}
+
+// InstanceConditionNormal is the status conditionType has on an Instance
+// when nothing needs attention (Ready and Scheduled True, the others
+// False); ok is false for a type Instances do not have.
+func InstanceConditionNormal(conditionType string) (status metav1.ConditionStatus, ok bool) {
+	for _, n := range instanceNormal {
+		if n.typ == conditionType {
+			return n.status, true
+		}
+	}
+	return "", false
+}
 
 // Placement reasons.
 const (

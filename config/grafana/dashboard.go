@@ -87,10 +87,10 @@ func overview() *dashboard.DashboardBuilder {
 		WithPanel(series("Agents by version and backend", "", "short",
 			query(`count by (version, backend) (unitlet_agent_info{`+sel+`})`, "{{version}} {{backend}}")).Span(12)).
 		WithRow(dashboard.NewRowBuilder("Instances")).
-		WithPanel(series("Instances by condition", "Instances whose condition is True, by type.", "short",
-			query(`sum by (type) (unitlet_instance_condition{status="True",`+sel+`})`, "{{type}}"))).
-		WithPanel(series("Instances not Ready", "", "short",
-			query(`sum by (node) (unitlet_instance_condition{type="Ready",status="True",`+sel+`} == bool 0)`, "{{node}}"))).
+		WithPanel(series("Instances by condition", "Instances with a condition away from its normal status (Ready not True; Reconciling, Stalled, StartUncertain or KillUnproven not False), by type and status. A settled Instance counts nowhere: its conditions have no series.", "short",
+			query(`sum by (type, status) (unitlet_instance_condition{`+sel+`})`, "{{type}}={{status}}"))).
+		WithPanel(series("Instances not Ready", "Instances whose Ready is False or Unknown (suspended ones too), by node.", "short",
+			query(notReadyByNode, "{{node}}"))).
 		WithPanel(series("Generations by phase", "", "short",
 			query(`sum by (phase) (unitlet_generations{`+sel+`})`, "{{phase}}"))).
 		WithRow(dashboard.NewRowBuilder("Starts and kills")).
@@ -110,6 +110,12 @@ func overview() *dashboard.DashboardBuilder {
 		WithPanel(series("Prepare steps (p95)", "", "s",
 			query(p95("unitlet_prepare_step_seconds", "step"), "{{step}}")).Span(12))
 }
+
+// notReadyByNode counts Ready's series, which exist only while it is not
+// True (status dropped: for a moment a change from False to Unknown has
+// both); every agent's node is 0 rather than missing when all are Ready.
+const notReadyByNode = `count by (node) (max without (status) (unitlet_instance_condition{type="Ready",` + sel + `}))` +
+	` or on (node) 0 * group by (node) (unitlet_agent_info{` + sel + `})`
 
 // perInstance sums a per-Instance series over the nodes it is on (an
 // Instance being moved has generations on two).

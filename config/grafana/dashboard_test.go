@@ -67,6 +67,7 @@ func TestDashboardShowsWhatOperatorsAsk(t *testing.T) {
 	tests := map[string]struct{ title, metric string }{
 		"nodes":                  {"Agents by mode", "unitlet_agent_mode"},
 		"instances by condition": {"Instances by condition", "unitlet_instance_condition"},
+		"instances not ready":    {"Instances not Ready", `unitlet_instance_condition{type="Ready"`},
 		"starts by outcome":      {"Starts by outcome", "unitlet_starts_total"},
 		"unproven kills":         {"Unproven kills by reason", `unitlet_kills_total{proof="Unproven"`},
 		"swap latency":           {"Swap duration (p95)", "unitlet_swap_duration_seconds_bucket"},
@@ -91,5 +92,37 @@ func TestDashboardShowsWhatOperatorsAsk(t *testing.T) {
 				t.Errorf("panel %q does not query %s:\n%s", tc.title, tc.metric, e)
 			}
 		})
+	}
+}
+
+// unitlet_instance_condition has a series only while a condition is away
+// from its normal status, valued 1: a query that looks for a 0 or for a
+// normal status finds nothing.
+func TestConditionQueriesReadAbsentAsNormal(t *testing.T) {
+	out, err := JSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		Panels []panel `json:"panels"`
+	}
+	if err := json.Unmarshal(out, &d); err != nil {
+		t.Fatal(err)
+	}
+	normal := []string{`type="Ready",status="True"`, `type="KillUnproven",status="False"`, `type="StartUncertain",status="False"`}
+	for _, p := range d.Panels {
+		for _, tg := range p.Targets {
+			if !strings.Contains(tg.Expr, "unitlet_instance_condition") {
+				continue
+			}
+			if strings.Contains(tg.Expr, "== 0") || strings.Contains(tg.Expr, "== bool 0") {
+				t.Errorf("panel %q compares a condition with 0, which it never is: %s", p.Title, tg.Expr)
+			}
+			for _, n := range normal {
+				if strings.Contains(tg.Expr, n) {
+					t.Errorf("panel %q selects a normal status (%s), which has no series: %s", p.Title, n, tg.Expr)
+				}
+			}
+		}
 	}
 }

@@ -22,10 +22,12 @@ import (
 )
 
 // A real Prometheus scrapes controller-runtime's registry, where
-// controllers/metrics lives, with rules.yaml loaded (for: cut to 0s). An
-// injected KillUnproven reaches firing in Prometheus' own API, every
-// metric the dashboard and the rules name was scraped, and promtool check
-// metrics finds nothing to say of what was served.
+// controllers/metrics lives, with rules.yaml loaded (for: cut to 0s). A
+// suspended Instance fires nothing, an injected KillUnproven reaches
+// firing in Prometheus' own API and resolves once the Instance is back
+// to normal (its series gone), every metric the dashboard and the rules
+// name was scraped, and promtool check metrics finds nothing to say of
+// what was served.
 func TestEndToEndAlertFiresInPrometheus(t *testing.T) {
 	bin := tool(t, "prometheus")
 
@@ -41,10 +43,17 @@ func TestEndToEndAlertFiresInPrometheus(t *testing.T) {
 	metrics.ObserveKill(false, "CgroupNotEmpty", 10*time.Second)
 	metrics.ObservePrepareStep("dirs", time.Millisecond)
 	metrics.ObserveSwap("Overlap", "Succeeded", 2*time.Second)
-	metrics.SetInstanceConditions("shop", "web", []metav1.Condition{
+	settled := []metav1.Condition{
 		cond("Ready", "True", "Reconciled"), cond("KillUnproven", "False", "Proven"), cond("StartUncertain", "False", "Certain"),
-	})
+	}
+	metrics.SetInstanceConditions("shop", "web", settled)
 	t.Cleanup(func() { metrics.DeleteInstance("shop", "web") })
+	// Being suspended: not Ready, and left out of the alerts.
+	metrics.SetInstanceConditions("shop", "cache", []metav1.Condition{
+		cond("Ready", "False", "Suspended"), cond("Reconciling", "True", "Suspended"),
+		cond("KillUnproven", "False", "Proven"), cond("StartUncertain", "False", "Certain"),
+	})
+	t.Cleanup(func() { metrics.DeleteInstance("shop", "cache") })
 	// The usage an agent reads from the Instance's cgroups on scrape (real
 	// cgroups: test/e2e TestUsageSeriesAndOOMKilled).
 	metrics.SetUsageSource(func() []metrics.Usage {
@@ -58,9 +67,10 @@ func TestEndToEndAlertFiresInPrometheus(t *testing.T) {
 
 	prom := promtest.Start(t, promtest.Config{Bin: bin, Target: agent, RulesFile: RulesFile, Node: "e2e-node"})
 
-	// Scraped and evaluated with no doubt: nothing fires.
+	// Scraped and evaluated with no doubt: web is normal (no condition
+	// series), cache is suspended; nothing fires.
 	promtest.WaitFor(t, 60*time.Second, "the agent scraped with nothing firing", func() (bool, string) {
-		up := prom.Query(t, `up{job="unitlet-agent"} == 1 and on() count(unitlet_instance_condition{name="web"}) > 0`)
+		up := prom.Query(t, `up{job="unitlet-agent"} == 1 and on() count(unitlet_instance_condition{name="cache"}) > 0`)
 		firing := prom.Firing(t)
 		return len(up) == 1 && len(firing) == 0, fmt.Sprintf("up: %v, firing: %v", up, firing)
 	})
@@ -89,6 +99,35 @@ func TestEndToEndAlertFiresInPrometheus(t *testing.T) {
 	if nodes := prom.LabelValues(t, "node", "unitlet_agent_info"); !cmp.Equal(nodes, []string{"e2e-node"}) {
 		t.Errorf("node variable values: %v, want [e2e-node]", nodes)
 	}
+	// Instances not Ready by node: web and the suspending cache.
+	notReady := notReadyExpr(t)
+	if got := prom.Query(t, "("+notReady+") == 2"); len(got) != 1 || got[0]["node"] != "e2e-node" {
+		t.Errorf("%s: want 2 for e2e-node, got series %v", notReady, got)
+	}
+
+	// Back to normal: web's series go, Prometheus marks them stale, and
+	// both alerts resolve.
+	metrics.SetInstanceConditions("shop", "web", settled)
+	promtest.WaitFor(t, 60*time.Second, "the alerts resolved", func() (bool, string) {
+		got := prom.Firing(t)
+		return len(got) == 0, fmt.Sprintf("firing: %v", got)
+	})
+	if got := prom.Query(t, "("+notReady+") == 1"); len(got) != 1 || got[0]["node"] != "e2e-node" {
+		t.Errorf("%s after web is Ready: want 1 for e2e-node (cache), got series %v", notReady, got)
+	}
+}
+
+// notReadyExpr is the dashboard's query of Instances not Ready, for every
+// node.
+func notReadyExpr(t *testing.T) string {
+	t.Helper()
+	for _, e := range promtest.DashboardExprs(t, dashboardFile) {
+		if strings.Contains(e, `unitlet_instance_condition{type="Ready"`) {
+			return strings.ReplaceAll(e, "$node", ".*")
+		}
+	}
+	t.Fatal("the dashboard has no query of Ready")
+	return ""
 }
 
 // dashboardFile is the committed Grafana dashboard.

@@ -1,7 +1,11 @@
 package metrics
 
 import (
+	"strings"
+
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/unitlet/unitlet/api/v1alpha1"
 )
 
 // Metric names; config/prometheus and config/grafana query these.
@@ -56,11 +60,12 @@ func newCollectors() *collectors {
 	return &collectors{
 		instanceCondition: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: NameInstanceCondition,
-			Help: "An Instance's condition: 1 for the status it has now, 0 for the others.",
+			Help: "1 while an Instance's condition is away from its normal status (" + normalStatuses() +
+				"), status being the one it has now; absent while it is normal or missing.",
 		}, []string{"namespace", "name", "type", "status"}),
 		instanceSuspended: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: NameInstanceSuspended,
-			Help: "1 while an Instance is suspended or suspending (Ready's reason is Suspended), so alerts can leave it out.",
+			Help: "1 while an Instance is suspended or suspending (Ready's reason is Suspended), so alerts can leave it out; absent otherwise.",
 		}, []string{"namespace", "name"}),
 		generations: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: NameGenerations,
@@ -130,4 +135,15 @@ func (c *collectors) all() []prometheus.Collector {
 		c.killToEmpty, c.prepareStep, c.swapDuration, c.drainDuration, c.wakeDuration, c.runDuration, c.agentMode, c.agentInfo,
 		c.logLinesDropped,
 	}
+}
+
+// normalStatuses names each Instance condition type's normal status, as
+// "Ready=True, ...", for the help of unitlet_instance_condition.
+func normalStatuses() string {
+	var parts []string
+	for _, t := range v1alpha1.InstanceConditionTypes() {
+		normal, _ := v1alpha1.InstanceConditionNormal(t)
+		parts = append(parts, t+"="+string(normal))
+	}
+	return strings.Join(parts, ", ")
 }

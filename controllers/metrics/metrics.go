@@ -19,10 +19,11 @@ func mustRecorder() *recorder {
 	return r
 }
 
-// SetInstanceConditions makes unitlet_instance_condition hold conds: per
-// condition type, 1 on the current status and 0 on the other two. Types
-// the Instance no longer has lose their series. unitlet_instance_suspended
-// says whether Ready is False only because of spec.suspend.
+// SetInstanceConditions makes unitlet_instance_condition hold conds: a
+// series valued 1 on its current status for each condition type away
+// from its normal status (v1alpha1.InstanceConditionNormal), none for one
+// that is normal or gone. unitlet_instance_suspended is 1 while Ready's
+// reason is Suspended, absent otherwise.
 func SetInstanceConditions(namespace, name string, conds []metav1.Condition) {
 	std.setInstanceConditions(namespace, name, conds)
 }

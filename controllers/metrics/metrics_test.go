@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -69,43 +70,57 @@ func TestSetInstanceConditions(t *testing.T) {
 		calls [][]metav1.Condition // applied in order to one Instance
 		want  map[string]float64
 	}{
-		"one status per type is 1": {
-			calls: [][]metav1.Condition{{cond("Ready", "False"), cond("KillUnproven", "True")}},
+		"every type at its normal status: no series": {
+			calls: [][]metav1.Condition{{cond("Ready", "True"), cond("Reconciling", "False"), cond("Stalled", "False"),
+				cond("StartUncertain", "False"), cond("KillUnproven", "False"), cond("Scheduled", "True")}},
+			want: map[string]float64{},
+		},
+		"a type away from normal has one series, on its status": {
+			calls: [][]metav1.Condition{{cond("Ready", "False"), cond("KillUnproven", "True"), cond("StartUncertain", "False")}},
 			want: map[string]float64{
-				"name=web,namespace=%s,status=False,type=Ready":          1,
-				"name=web,namespace=%s,status=True,type=Ready":           0,
-				"name=web,namespace=%s,status=Unknown,type=Ready":        0,
-				"name=web,namespace=%s,status=False,type=KillUnproven":   0,
-				"name=web,namespace=%s,status=True,type=KillUnproven":    1,
-				"name=web,namespace=%s,status=Unknown,type=KillUnproven": 0,
+				"name=web,namespace=%s,status=False,type=Ready":       1,
+				"name=web,namespace=%s,status=True,type=KillUnproven": 1,
 			},
 		},
-		"a later status replaces the earlier": {
-			calls: [][]metav1.Condition{{cond("Ready", "False")}, {cond("Ready", "True")}},
+		"abnormal-true types away from normal": {
+			calls: [][]metav1.Condition{{cond("Reconciling", "True"), cond("Stalled", "True"), cond("StartUncertain", "True"),
+				cond("Scheduled", "False")}},
 			want: map[string]float64{
-				"name=web,namespace=%s,status=False,type=Ready":   0,
-				"name=web,namespace=%s,status=True,type=Ready":    1,
-				"name=web,namespace=%s,status=Unknown,type=Ready": 0,
+				"name=web,namespace=%s,status=True,type=Reconciling":    1,
+				"name=web,namespace=%s,status=True,type=Stalled":        1,
+				"name=web,namespace=%s,status=True,type=StartUncertain": 1,
+				"name=web,namespace=%s,status=False,type=Scheduled":     1,
 			},
+		},
+		"back to normal removes the series": {
+			calls: [][]metav1.Condition{{cond("Ready", "False"), cond("Reconciling", "True")}, {cond("Ready", "True"), cond("Reconciling", "False")}},
+			want:  map[string]float64{},
+		},
+		"another abnormal status replaces the earlier": {
+			calls: [][]metav1.Condition{{cond("Ready", "False")}, {cond("Ready", "Unknown")}},
+			want:  map[string]float64{"name=web,namespace=%s,status=Unknown,type=Ready": 1},
 		},
 		"a type that is gone loses its series": {
-			calls: [][]metav1.Condition{{cond("Ready", "False"), cond("StartUncertain", "True")}, {cond("Ready", "True")}},
+			calls: [][]metav1.Condition{{cond("Ready", "False"), cond("StartUncertain", "True")}, {cond("Ready", "False")}},
+			want:  map[string]float64{"name=web,namespace=%s,status=False,type=Ready": 1},
+		},
+		"Unknown is away from normal whatever the polarity": {
+			calls: [][]metav1.Condition{{cond("Ready", "Unknown"), cond("KillUnproven", "Unknown")}},
 			want: map[string]float64{
-				"name=web,namespace=%s,status=False,type=Ready":   0,
-				"name=web,namespace=%s,status=True,type=Ready":    1,
-				"name=web,namespace=%s,status=Unknown,type=Ready": 0,
+				"name=web,namespace=%s,status=Unknown,type=Ready":        1,
+				"name=web,namespace=%s,status=Unknown,type=KillUnproven": 1,
 			},
 		},
 		"an unexpected status counts as Unknown": {
 			calls: [][]metav1.Condition{{cond("Ready", "")}},
-			want: map[string]float64{
-				"name=web,namespace=%s,status=False,type=Ready":   0,
-				"name=web,namespace=%s,status=True,type=Ready":    0,
-				"name=web,namespace=%s,status=Unknown,type=Ready": 1,
-			},
+			want:  map[string]float64{"name=web,namespace=%s,status=Unknown,type=Ready": 1},
+		},
+		"a type with no known normal status always has its series": {
+			calls: [][]metav1.Condition{{cond("Custom", "True")}, {cond("Custom", "False")}},
+			want:  map[string]float64{"name=web,namespace=%s,status=False,type=Custom": 1},
 		},
 		"no conditions, no series": {
-			calls: [][]metav1.Condition{{cond("Ready", "True")}, nil},
+			calls: [][]metav1.Condition{{cond("Ready", "False")}, nil},
 			want:  map[string]float64{},
 		},
 	}
@@ -128,14 +143,33 @@ func TestSetInstanceConditions(t *testing.T) {
 	}
 }
 
+// An Instance back in its normal state leaves nothing behind in the
+// recorder: a node of settled Instances costs no memory per Instance here.
+func TestRecorderForgetsNormalInstances(t *testing.T) {
+	r, err := newRecorder(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.setInstanceConditions("ns", "web", []metav1.Condition{cond("Ready", "False"), cond("Reconciling", "True")})
+	if len(r.conditions) != 1 {
+		t.Fatalf("abnormal Instance not tracked: %v", r.conditions)
+	}
+	r.setInstanceConditions("ns", "web", []metav1.Condition{cond("Ready", "True"), cond("KillUnproven", "False")})
+	if len(r.conditions) != 0 {
+		t.Errorf("normal Instance still tracked: %v", r.conditions)
+	}
+}
+
 func TestDeleteInstanceRemovesItsSeries(t *testing.T) {
 	const ns = "delete"
 	t.Cleanup(func() { DeleteInstance(ns, "gone"); DeleteInstance(ns, "kept") })
-	conds := []metav1.Condition{cond("Ready", "True"), cond("Reconciling", "False")}
+	conds := []metav1.Condition{{Type: "Ready", Status: "False", Reason: "Suspended"}, cond("Reconciling", "True")}
 	SetInstanceConditions(ns, "gone", conds)
 	SetInstanceConditions(ns, "kept", conds)
-	if n := len(gathered(t, NameInstanceCondition, map[string]string{"namespace": ns, "name": "gone"})); n != 6 {
-		t.Fatalf("before delete: %d series of gone, want 6", n)
+	for _, name := range []string{NameInstanceCondition, NameInstanceSuspended} {
+		if got := gathered(t, name, map[string]string{"namespace": ns, "name": "gone"}); len(got) == 0 {
+			t.Fatalf("before delete: no %s series of gone", name)
+		}
 	}
 
 	DeleteInstance(ns, "gone")
@@ -145,33 +179,35 @@ func TestDeleteInstanceRemovesItsSeries(t *testing.T) {
 			t.Errorf("after delete, %s series of gone remain: %v", name, got)
 		}
 	}
-	if n := len(gathered(t, NameInstanceCondition, map[string]string{"namespace": ns, "name": "kept"})); n != 6 {
-		t.Errorf("after deleting gone: %d series of kept, want 6", n)
+	if n := len(gathered(t, NameInstanceCondition, map[string]string{"namespace": ns, "name": "kept"})); n != 2 {
+		t.Errorf("after deleting gone: %d series of kept, want 2", n)
 	}
 	// Setting it again after a delete starts from nothing: no stale types.
-	SetInstanceConditions(ns, "gone", []metav1.Condition{cond("Ready", "False")})
-	if n := len(gathered(t, NameInstanceCondition, map[string]string{"namespace": ns, "name": "gone"})); n != 3 {
-		t.Errorf("re-set after delete: %d series, want 3", n)
+	SetInstanceConditions(ns, "gone", []metav1.Condition{cond("Ready", "Unknown")})
+	want := map[string]float64{"name=gone,namespace=delete,status=Unknown,type=Ready": 1}
+	if diff := cmp.Diff(want, gathered(t, NameInstanceCondition, map[string]string{"namespace": ns, "name": "gone"})); diff != "" {
+		t.Errorf("re-set after delete (-want,+got):\n%s", diff)
 	}
 }
 
 func TestInstanceSuspended(t *testing.T) {
 	const ns = "suspended"
 	t.Cleanup(func() { DeleteInstance(ns, "web") })
+	suspended := map[string]float64{"name=web,namespace=suspended": 1}
 	tests := []struct {
 		name  string
 		ready metav1.Condition
-		want  float64
+		want  map[string]float64
 	}{
-		{"suspending", metav1.Condition{Type: "Ready", Status: "False", Reason: "Suspended"}, 1},
-		{"suspended", metav1.Condition{Type: "Ready", Status: "True", Reason: "Suspended"}, 1},
-		{"not ready for another reason", metav1.Condition{Type: "Ready", Status: "False", Reason: "KillUnproven"}, 0},
-		{"ready", metav1.Condition{Type: "Ready", Status: "True", Reason: "Reconciled"}, 0},
+		{"suspending", metav1.Condition{Type: "Ready", Status: "False", Reason: "Suspended"}, suspended},
+		{"suspended", metav1.Condition{Type: "Ready", Status: "True", Reason: "Suspended"}, suspended},
+		{"not ready for another reason", metav1.Condition{Type: "Ready", Status: "False", Reason: "KillUnproven"}, map[string]float64{}},
+		{"suspended again", metav1.Condition{Type: "Ready", Status: "True", Reason: "Suspended"}, suspended},
+		{"ready", metav1.Condition{Type: "Ready", Status: "True", Reason: "Reconciled"}, map[string]float64{}},
 	}
 	for _, tc := range tests { // in order: each replaces the one before
 		SetInstanceConditions(ns, "web", []metav1.Condition{tc.ready})
-		want := map[string]float64{"name=web,namespace=suspended": tc.want}
-		if diff := cmp.Diff(want, gathered(t, NameInstanceSuspended, map[string]string{"namespace": ns})); diff != "" {
+		if diff := cmp.Diff(tc.want, gathered(t, NameInstanceSuspended, map[string]string{"namespace": ns})); diff != "" {
 			t.Errorf("%s (-want,+got):\n%s", tc.name, diff)
 		}
 	}

@@ -14,8 +14,7 @@ import (
 // Label values that always have a series, so dashboards and rates see 0
 // rather than nothing before the first event.
 var (
-	conditionStatuses = []metav1.ConditionStatus{metav1.ConditionTrue, metav1.ConditionFalse, metav1.ConditionUnknown}
-	knownPhases       = []v1alpha1.GenerationPhase{
+	knownPhases = []v1alpha1.GenerationPhase{
 		v1alpha1.PhasePending, v1alpha1.PhasePreparing, v1alpha1.PhaseStarting, v1alpha1.PhaseRunning,
 		v1alpha1.PhaseRetiring, v1alpha1.PhaseRetired, v1alpha1.PhaseFailed,
 	}
@@ -52,11 +51,14 @@ type instanceKey struct{ namespace, name string }
 type recorder struct {
 	c *collectors
 
-	mu         sync.Mutex
-	conditions map[instanceKey]map[string]bool // condition types with series
-	phases     map[string]bool                 // phases with a series beyond knownPhases
-	modes      map[string]bool                 // modes with a series beyond knownModes
-	info       prometheus.Labels               // the agent_info series, once set
+	mu sync.Mutex
+	// conditions: the status each condition type's series has, only for
+	// Instances that have one (an Instance in its normal state costs
+	// nothing here).
+	conditions map[instanceKey]map[string]metav1.ConditionStatus
+	phases     map[string]bool   // phases with a series beyond knownPhases
+	modes      map[string]bool   // modes with a series beyond knownModes
+	info       prometheus.Labels // the agent_info series, once set
 }
 
 // newRecorder makes collectors, registers them on reg and gives the
@@ -64,7 +66,7 @@ type recorder struct {
 func newRecorder(reg prometheus.Registerer) (*recorder, error) {
 	r := &recorder{
 		c:          newCollectors(),
-		conditions: map[instanceKey]map[string]bool{},
+		conditions: map[instanceKey]map[string]metav1.ConditionStatus{},
 		phases:     map[string]bool{},
 		modes:      map[string]bool{},
 	}
@@ -92,41 +94,52 @@ func newRecorder(reg prometheus.Registerer) (*recorder, error) {
 	return r, nil
 }
 
+// setInstanceConditions keeps a series only for a condition away from its
+// normal status, and one for suspended only while it is: absent means
+// normal. A status that changes has its new series set before the old
+// one goes, so a scrape never sees the condition as normal meanwhile.
 func (r *recorder) setInstanceConditions(namespace, name string, conds []metav1.Condition) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	key := instanceKey{namespace, name}
 	had := r.conditions[key]
-	now := make(map[string]bool, len(conds))
-	suspended := 0.0
+	var now map[string]metav1.ConditionStatus
+	suspended := false
 	for _, cond := range conds {
-		now[cond.Type] = true
 		if cond.Type == v1alpha1.ConditionReady && cond.Reason == v1alpha1.ReasonSuspended {
-			suspended = 1
+			suspended = true
 		}
-		current := cond.Status
-		if current != metav1.ConditionTrue && current != metav1.ConditionFalse {
-			current = metav1.ConditionUnknown // the API allows only the three
+		status := cond.Status
+		if status != metav1.ConditionTrue && status != metav1.ConditionFalse {
+			status = metav1.ConditionUnknown // the API allows only the three
 		}
-		for _, s := range conditionStatuses {
-			v := 0.0
-			if s == current {
-				v = 1
-			}
-			r.c.instanceCondition.WithLabelValues(namespace, name, cond.Type, string(s)).Set(v)
-		}
-	}
-	// A condition type the Instance no longer has is gone, not Unknown.
-	for t := range had {
-		if now[t] {
+		// A type with no known normal status keeps its series whatever
+		// it says: nothing is hidden for want of knowing what it means.
+		if normal, ok := v1alpha1.InstanceConditionNormal(cond.Type); ok && status == normal {
 			continue
 		}
-		for _, s := range conditionStatuses {
+		if now == nil {
+			now = map[string]metav1.ConditionStatus{}
+		}
+		now[cond.Type] = status
+		r.c.instanceCondition.WithLabelValues(namespace, name, cond.Type, string(status)).Set(1)
+	}
+	// Back to normal, another status, or gone from the Instance.
+	for t, s := range had {
+		if now[t] != s {
 			r.c.instanceCondition.DeleteLabelValues(namespace, name, t, string(s))
 		}
 	}
-	r.conditions[key] = now
-	r.c.instanceSuspended.WithLabelValues(namespace, name).Set(suspended)
+	if now == nil {
+		delete(r.conditions, key)
+	} else {
+		r.conditions[key] = now
+	}
+	if suspended {
+		r.c.instanceSuspended.WithLabelValues(namespace, name).Set(1)
+	} else {
+		r.c.instanceSuspended.DeleteLabelValues(namespace, name)
+	}
 }
 
 func (r *recorder) deleteInstance(namespace, name string) {
