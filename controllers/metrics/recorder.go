@@ -96,19 +96,27 @@ func newRecorder(reg prometheus.Registerer) (*recorder, error) {
 
 // setInstanceConditions keeps a series only for a condition away from its
 // normal status, and one for suspended only while it is: absent means
-// normal. A status that changes has its new series set before the old
-// one goes, so a scrape never sees the condition as normal meanwhile.
+// normal. Scrapes do not take r.mu, so the order of writes is what one
+// can see: a status that changes has its new series set before the old
+// one goes (never seen as normal meanwhile), and suspended is set before
+// and deleted after the conditions (a suspending Instance's Ready=False
+// is never seen without it).
 func (r *recorder) setInstanceConditions(namespace, name string, conds []metav1.Condition) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	key := instanceKey{namespace, name}
-	had := r.conditions[key]
-	var now map[string]metav1.ConditionStatus
 	suspended := false
 	for _, cond := range conds {
 		if cond.Type == v1alpha1.ConditionReady && cond.Reason == v1alpha1.ReasonSuspended {
 			suspended = true
 		}
+	}
+	if suspended {
+		r.c.instanceSuspended.WithLabelValues(namespace, name).Set(1)
+	}
+	key := instanceKey{namespace, name}
+	had := r.conditions[key]
+	var now map[string]metav1.ConditionStatus
+	for _, cond := range conds {
 		status := cond.Status
 		if status != metav1.ConditionTrue && status != metav1.ConditionFalse {
 			status = metav1.ConditionUnknown // the API allows only the three
@@ -135,9 +143,7 @@ func (r *recorder) setInstanceConditions(namespace, name string, conds []metav1.
 	} else {
 		r.conditions[key] = now
 	}
-	if suspended {
-		r.c.instanceSuspended.WithLabelValues(namespace, name).Set(1)
-	} else {
+	if !suspended {
 		r.c.instanceSuspended.DeleteLabelValues(namespace, name)
 	}
 }

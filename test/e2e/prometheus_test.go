@@ -35,9 +35,11 @@ func withMetrics(a *agent) { a.Metrics = true }
 // stays unproven past the agent's proof budget, the Instance says
 // KillUnproven, the agent's /metrics says so and UnitletKillUnproven fires
 // in Prometheus' API. Released, the kill is proven, the alert resolves and
-// the swap completes. Every metric the dashboard and the rules name was
-// scraped from the agent, what it serves passes promtool check metrics,
-// and a deleted Instance leaves no series.
+// the swap completes, and the condition's series is gone (absent means
+// normal: a serving Instance has none). Suspended, the Instance has its
+// unitlet_instance_suspended series. Every metric the dashboard and the
+// rules name was scraped from the agent, what it serves passes promtool
+// check metrics, and a deleted Instance leaves no series.
 func TestPrometheusFiresOnUnprovenKill(t *testing.T) {
 	root := testenv.RepoRoot()
 	rulesFile := filepath.Join(root, "config", "prometheus", "rules.yaml")
@@ -53,8 +55,11 @@ func TestPrometheusFiresOnUnprovenKill(t *testing.T) {
 	}
 	t.Cleanup(func() { deleteAndWait(t, inst.Name) }) // runs after the hold ends
 	waitServing(t, inst.Name, 1)
+	// Serving and proven: its usage is scraped and none of its conditions
+	// has a series.
 	promtest.WaitFor(t, 60*time.Second, "the agent scraped with nothing firing", func() (bool, string) {
-		up := prom.Query(t, `up{job="unitlet-agent"} == 1 and on() count(unitlet_instance_condition{name="ledger-alert",type="Ready",status="True"} == 1) > 0`)
+		up := prom.Query(t, `up{job="unitlet-agent"} == 1 and on() count(unitlet_instance_memory_working_set_bytes{name="ledger-alert"}) > 0`+
+			` and on() absent(unitlet_instance_condition{name="ledger-alert"})`)
 		firing := prom.Firing(t)
 		return len(up) == 1 && len(firing) == 0, fmt.Sprintf("up: %v, firing: %v", up, firing)
 	})
@@ -110,8 +115,20 @@ func TestPrometheusFiresOnUnprovenKill(t *testing.T) {
 		f := prom.Firing(t)
 		return !slices.Contains(f, alert), fmt.Sprint(f)
 	})
+	kill := map[string]string{"name": inst.Name, "type": v1.ConditionKillUnproven}
+	testutil.Eventually(t, "KillUnproven's series gone from /metrics", 30*time.Second, pollEvery, func() (bool, string) {
+		v := agentSample(t, a.MetricsAddr, "unitlet_instance_condition", kill)
+		return v == "", "still " + v
+	})
 	fmt.Printf("e2e prometheus: KillUnproven=True %s after the swap began, %s firing %s after, resolved %s after release; firing then: %v\n",
 		unproven.Round(time.Millisecond), alert, fired.Round(time.Millisecond), time.Since(released).Round(time.Millisecond), firing)
+
+	// Suspended: the one state unitlet_instance_suspended has a series in.
+	updateInstance(t, inst.Name, func(i *v1.Instance) { i.Spec.Suspend = true })
+	promtest.WaitFor(t, 60*time.Second, "the suspended Instance scraped", func() (bool, string) {
+		got := prom.Query(t, `unitlet_instance_suspended{name="ledger-alert"} == 1`)
+		return len(got) == 1, fmt.Sprint(got)
+	})
 
 	// What the dashboard and the rules read, the agent exported.
 	for _, n := range prom.Missing(t, promtest.MetricNames(t, rulesFile, dashboardFile)) {
