@@ -87,7 +87,7 @@ func overview() *dashboard.DashboardBuilder {
 		WithPanel(series("Agents by version and backend", "", "short",
 			query(`count by (version, backend) (unitlet_agent_info{`+sel+`})`, "{{version}} {{backend}}")).Span(12)).
 		WithRow(dashboard.NewRowBuilder("Instances")).
-		WithPanel(series("Instances by condition", "Instances with a condition away from its normal status (Ready not True; Reconciling, Stalled, StartUncertain or KillUnproven not False), by type and status. A settled Instance counts nowhere: its conditions have no series.", "short",
+		WithPanel(series("Instances by condition", "Instances with a condition away from its normal status (Ready or Scheduled not True; Reconciling, Stalled, StartUncertain or KillUnproven not False), by type and status. A settled Instance counts nowhere: its conditions have no series.", "short",
 			query(`sum by (type, status) (unitlet_instance_condition{`+sel+`})`, "{{type}}={{status}}"))).
 		WithPanel(series("Instances not Ready", "Instances whose Ready is False or Unknown (suspended ones too), by node.", "short",
 			query(notReadyByNode, "{{node}}"))).

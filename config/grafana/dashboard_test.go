@@ -2,11 +2,14 @@ package grafana
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	v1 "github.com/unitlet/unitlet/api/v1alpha1"
 )
 
 // The committed JSON is what the code builds: `make verify` and this test
@@ -109,7 +112,11 @@ func TestConditionQueriesReadAbsentAsNormal(t *testing.T) {
 	if err := json.Unmarshal(out, &d); err != nil {
 		t.Fatal(err)
 	}
-	normal := []string{`type="Ready",status="True"`, `type="KillUnproven",status="False"`, `type="StartUncertain",status="False"`}
+	var normal []string
+	for _, typ := range v1.InstanceConditionTypes() {
+		status, _ := v1.InstanceConditionNormal(typ)
+		normal = append(normal, fmt.Sprintf("type=%q,status=%q", typ, status))
+	}
 	for _, p := range d.Panels {
 		for _, tg := range p.Targets {
 			if !strings.Contains(tg.Expr, "unitlet_instance_condition") {

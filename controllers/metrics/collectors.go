@@ -61,7 +61,7 @@ func newCollectors() *collectors {
 		instanceCondition: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: NameInstanceCondition,
 			Help: "1 while an Instance's condition is away from its normal status (" + normalStatuses() +
-				"), status being the one it has now; absent while it is normal or missing.",
+				"), status being the one it has now; absent while it is normal or missing. A type not listed has its series whatever its status.",
 		}, []string{"namespace", "name", "type", "status"}),
 		instanceSuspended: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: NameInstanceSuspended,
