@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	_ "embed"
 	"fmt"
@@ -48,15 +49,18 @@ type harness struct {
 	pprof   string // the agent's /debug/pprof address
 	// agentCfg is the agent's credentials (the floor's client uses them).
 	agentCfg *rest.Config
-	o        options
+	// exe and kubeconfigPath start the agent (again, after a reboot);
+	// bootFile is the boot ID it reads, which the reboot changes.
+	exe, kubeconfigPath, bootFile string
+	o                             options
 }
 
 func setup(ctx context.Context, o options) (_ *harness, err error) {
-	exe := testutil.AgentBinary()
+	exe := cmp.Or(o.agent, testutil.AgentBinary())
 	if _, err := os.Stat(exe); err != nil {
 		return nil, fmt.Errorf("%s missing: run `make build` first", exe)
 	}
-	h := &harness{o: o}
+	h := &harness{o: o, exe: exe}
 	defer func() {
 		if err != nil {
 			h.close()
@@ -89,8 +93,11 @@ func setup(ctx context.Context, o options) (_ *harness, err error) {
 	if err := h.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: benchNS}}); err != nil {
 		return nil, err
 	}
-	kubeconfig, err := h.kubeconfig(ctx)
-	if err != nil {
+	if h.kubeconfigPath, err = h.kubeconfig(ctx); err != nil {
+		return nil, err
+	}
+	h.bootFile = filepath.Join(h.dir, "boot_id")
+	if err := writeBootID(h.bootFile); err != nil {
 		return nil, err
 	}
 	if err := h.startKeyMinter(ctx); err != nil {
@@ -104,7 +111,7 @@ func setup(ctx context.Context, o options) (_ *harness, err error) {
 	if h.pprof, err = freeAddr(); err != nil {
 		return nil, err
 	}
-	if err := h.startAgent(ctx, exe, kubeconfig); err != nil {
+	if err := h.startAgent(ctx, exe, h.kubeconfigPath); err != nil {
 		return h, err
 	}
 	if err := h.waitLevel(ctx, h.agentCfg, agentLevel); err != nil {
@@ -152,7 +159,8 @@ func (h *harness) kubeconfig(ctx context.Context) (string, error) {
 }
 
 func (h *harness) startAgent(ctx context.Context, exe, kubeconfig string) error {
-	logf, err := os.Create(filepath.Join(h.dir, "agent.log"))
+	// Appended: an agent started again after the reboot keeps the first's log.
+	logf, err := os.OpenFile(filepath.Join(h.dir, "agent.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
@@ -165,7 +173,7 @@ func (h *harness) startAgent(ctx context.Context, exe, kubeconfig string) error 
 		"--state-root", h.lay.StateRoot, "--run-root", h.lay.RunRoot, "--cgroup-root", h.lay.CgroupRoot,
 		"--unit-backend", "direct", "--require-enrollment=false", "--socket-group", "root",
 		"--health-probe-bind-address", probe, "--metrics-bind-address", h.metrics, "--metrics-secure=false",
-		"--pprof-bind-address", h.pprof}
+		"--pprof-bind-address", h.pprof, "--boot-id-file", h.bootFile}
 	if h.o.qps > 0 {
 		args = append(args, "--kube-api-qps", strconv.Itoa(h.o.qps), "--kube-api-burst", strconv.Itoa(2*h.o.qps))
 	}

@@ -2,8 +2,9 @@
 // a local control plane, one agent (direct backend), N Instances of a tiny
 // static app applied in one go, measured from the client side with a
 // watch: all Ready, per-Instance apply→Ready, the agent's CPU, memory and
-// API requests, an idle minute, an Overlap swap of all N, a delete of all
-// N until nothing is left on the node, and a small batch for latency.
+// API requests, an idle minute, an Overlap swap of all N, a node reboot
+// under all N (time-to-serving apart from time-to-reported), a delete of
+// all N until nothing is left on the node, and a small batch for latency.
 // Beside them, in the same run, the raw primitives: N fork/execs into
 // cgroups, and N StartTransientUnit calls on a booted systemd. It prints a
 // table and writes the figures as JSON.
@@ -29,6 +30,9 @@ type options struct {
 	// profileDir, if set, receives the agent's CPU profile of each phase
 	// and its heap after the create.
 	profileDir string
+	// agent is the unitlet binary run as the agent ("": the checkout's
+	// bin/unitlet); its unitlet-shim lies beside it.
+	agent string
 	// phaseLimit bounds one phase: one that does not finish is reported
 	// with what it reached.
 	phaseLimit time.Duration
@@ -44,6 +48,7 @@ func main() {
 	flag.DurationVar(&o.phaseLimit, "phase-limit", 10*time.Minute, "how long one phase may take")
 	flag.IntVar(&o.qps, "agent-qps", 0, "the agent's --kube-api-qps (0: its default)")
 	flag.StringVar(&o.profileDir, "profile", "", "a directory for the agent's pprof profiles (none if empty)")
+	flag.StringVar(&o.agent, "agent", "", "the agent's binary, with unitlet-shim beside it (default: the checkout's bin/unitlet)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -80,7 +85,7 @@ func run(ctx context.Context, o options) (*results, error) {
 		name string
 		f    func(context.Context, *harness, *results) error
 	}{
-		{"create", phaseCreateWithReads}, {"idle", phaseIdle}, {"swap", phaseSwap}, {"delete", phaseDelete}, {"batch", phaseBatch},
+		{"create", phaseCreateWithReads}, {"idle", phaseIdle}, {"swap", phaseSwap}, {"reboot", phaseReboot}, {"delete", phaseDelete}, {"batch", phaseBatch},
 		{"API floor", apiFloor},
 	}
 	for _, p := range phases {

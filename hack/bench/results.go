@@ -69,7 +69,9 @@ type results struct {
 	// Floor is the API floor (floor.go); Reads another client's reads
 	// at rest and during the create (apf.go).
 	Floor *floorFigures `json:"floor,omitempty"`
-	Reads reads         `json:"reads"`
+	// Reboot: the node rebooted under N Instances (reboot.go).
+	Reboot *rebootFigures `json:"reboot,omitempty"`
+	Reads  reads          `json:"reads"`
 }
 
 func percentiles(d []time.Duration) (p50, p90, p99 float64) {
@@ -132,6 +134,7 @@ func (r *results) table() string {
 	}
 	ph("create", r.Create, "≤ 15 s")
 	ph("overlap swap", r.Swap, "")
+	r.rebootRows(row)
 	ph("delete", r.Delete, "≤ 15 s")
 	row("left on the node after delete", fmt.Sprint(len(r.LeftAfterDelete)), "0")
 	row(fmt.Sprintf("batch of %d: apply→Ready p50/p90/p99", r.Batch), fmt.Sprintf("%.2f/%.2f/%.2f s", r.BatchCreate.P50, r.BatchCreate.P90, r.BatchCreate.P99), "p99 ≤ 1 s")
@@ -155,7 +158,7 @@ func (r *results) table() string {
 	for _, p := range []struct {
 		name string
 		rows []string
-	}{{"create", r.Create.ServerRequests}, {"swap", r.Swap.ServerRequests}, {"delete", r.Delete.ServerRequests}, {"idle minute (total, not per Instance)", r.IdleServerRequests}} {
+	}{{"create", r.Create.ServerRequests}, {"swap", r.Swap.ServerRequests}, {"reboot", r.rebootCalls()}, {"delete", r.Delete.ServerRequests}, {"idle minute (total, not per Instance)", r.IdleServerRequests}} {
 		fmt.Fprintf(&b, "  %s: %s\n", p.name, strings.Join(p.rows, ", "))
 	}
 	fmt.Fprintf(&b, "settled (queues empty 10 s) %.1f s after all were Ready\n", r.SettleSeconds)
@@ -168,4 +171,33 @@ func ratio(a, b float64) string {
 		return "n/a"
 	}
 	return fmt.Sprintf("%.1f×", a/b)
+}
+
+// rebootRows: the reboot's time-to-serving apart from its
+// time-to-reported, and serving beside N raw starts in a burst.
+func (r *results) rebootRows(row func(what, got, target string)) {
+	f := r.Reboot
+	if f == nil {
+		return
+	}
+	s, p := f.Serving, f.Reported
+	row("reboot: agent start → /readyz", fmt.Sprintf("%.1f s", f.AgentUp), "")
+	row("reboot: time-to-serving (all sockets answer)", fmt.Sprintf("%.1f s (%d/%d)", s.All, s.Reached, r.N), "")
+	row("reboot: serving per Instance p50/p90/p99", fmt.Sprintf("%.2f/%.2f/%.2f s", s.P50, s.P90, s.P99), "")
+	row("reboot: time-to-reported (all Ready, new)", fmt.Sprintf("%.1f s (%d/%d)", p.All, p.Reached, r.N), "")
+	row("reboot: reported per Instance p50/p90/p99", fmt.Sprintf("%.2f/%.2f/%.2f s", p.P50, p.P90, p.P99), "")
+	row("reboot: the agent's starts, mean (a burst)", fmt.Sprintf("%.0f ms (%.0f starts)", 1000*f.StartMean, f.Starts), "")
+	row("reboot: answering once all were reported", fmt.Sprintf("%d/%d", f.StillServing, r.N), fmt.Sprint(r.N))
+	row("reboot: agent CPU, API requests per Instance", fmt.Sprintf("%.1f s, %.1f", p.AgentCPU, p.APIRequestsPerInstance), "")
+	row("reboot: API server+etcd CPU, cores busy", fmt.Sprintf("%.1f s, %.0f%%", p.ControlPlaneCPU, 100*p.MachineBusy), "")
+	if rf := r.RawForkExec; rf != nil {
+		row("reboot: serving / raw fork/exec all (burst)", ratio(s.All, rf.All), "≤ 1.5×")
+	}
+}
+
+func (r *results) rebootCalls() []string {
+	if r.Reboot == nil {
+		return nil
+	}
+	return r.Reboot.Reported.ServerRequests
 }
