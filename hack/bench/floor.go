@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -79,16 +80,10 @@ type floorClient struct {
 }
 
 func apiFloor(ctx context.Context, h *harness, r *results) error {
-	if err := h.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: floorNS}}); err != nil {
-		return err
-	}
-	cfg := rest.CopyConfig(h.agentCfg)
-	cfg.QPS = -1
-	dc, err := dynamic.NewForConfig(cfg)
+	fc, err := h.floorClient(ctx)
 	if err != nil {
 		return err
 	}
-	fc := &floorClient{inst: dc.Resource(instancesGVR).Namespace(floorNS), gen: dc.Resource(generationsGVR).Namespace(floorNS), app: h.app}
 	f := &floorFigures{}
 	r.Floor = f
 	steps := []struct {
@@ -110,6 +105,22 @@ func apiFloor(ctx context.Context, h *harness, r *results) error {
 		}
 	}
 	return nil
+}
+
+// floorClient makes the floor's namespace (once) and its client, with
+// the agents' credentials.
+func (h *harness) floorClient(ctx context.Context) (*floorClient, error) {
+	err := h.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: floorNS}})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, err
+	}
+	cfg := rest.CopyConfig(h.agentCfg)
+	cfg.QPS = -1
+	dc, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &floorClient{inst: dc.Resource(instancesGVR).Namespace(floorNS), gen: dc.Resource(generationsGVR).Namespace(floorNS), app: h.app}, nil
 }
 
 // floorRun runs do for every name on floorWorkers workers; it returns the

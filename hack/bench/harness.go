@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"cmp"
 	"context"
 	_ "embed"
 	"fmt"
@@ -56,7 +55,7 @@ type harness struct {
 }
 
 func setup(ctx context.Context, o options) (_ *harness, err error) {
-	exe := cmp.Or(o.agent, testutil.AgentBinary())
+	exe := o.agent
 	if _, err := os.Stat(exe); err != nil {
 		return nil, fmt.Errorf("%s missing: run `make build` first", exe)
 	}
@@ -177,7 +176,7 @@ func (h *harness) startAgent(ctx context.Context, exe, kubeconfig string) error 
 	if h.o.qps > 0 {
 		args = append(args, "--kube-api-qps", strconv.Itoa(h.o.qps), "--kube-api-burst", strconv.Itoa(2*h.o.qps))
 	}
-	h.agent = exec.Command(exe, args...)
+	h.agent = exec.Command(exe, append(args, h.o.agentArgs...)...)
 	h.agent.Stdout, h.agent.Stderr = logf, logf
 	if err := h.agent.Start(); err != nil {
 		return err

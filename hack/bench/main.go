@@ -17,22 +17,38 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/unitlet/unitlet/internal/testkit/testutil"
 )
+
+// phaseNames are what -phases may name, in the order they run.
+var phaseNames = []string{"create", "idle", "swap", "reboot", "delete", "batch", "floor", "raw"}
 
 type options struct {
 	n, batch int
-	idle     time.Duration
-	jsonOut  string
-	raw      bool
-	qps      int
+	// batchRounds and singleRounds: how often the batch and the single
+	// Instance are applied (and deleted), their latencies pooled.
+	batchRounds, singleRounds int
+	// phases: which phases run (nil: all).
+	phases map[string]bool
+	// agent is the agent's binary (its shim beside it); agentArgs are
+	// added to its arguments (e.g. --zap-log-level=5 to trace reconciles).
+	agent     string
+	agentArgs []string
+	trace     bool
+	idle      time.Duration
+	jsonOut   string
+	raw       bool
+	qps       int
 	// profileDir, if set, receives the agent's CPU profile of each phase
 	// and its heap after the create.
 	profileDir string
-	// agent is the unitlet binary run as the agent ("": the checkout's
-	// bin/unitlet); its unitlet-shim lies beside it.
-	agent string
 	// phaseLimit bounds one phase: one that does not finish is reported
 	// with what it reached.
 	phaseLimit time.Duration
@@ -42,14 +58,35 @@ func main() {
 	var o options
 	flag.IntVar(&o.n, "n", 1000, "Instances applied in one go")
 	flag.IntVar(&o.batch, "batch", 30, "Instances of the latency batch")
+	flag.IntVar(&o.batchRounds, "batch-rounds", 3, "how often the batch is applied, its latencies pooled")
+	flag.IntVar(&o.singleRounds, "single-rounds", 5, "how often one Instance is applied alone before the batch")
+	flag.Func("app-cpu", "the app's CPU tier (default 50m, the validated minimum)", func(v string) error {
+		q, err := resource.ParseQuantity(v)
+		appCPU = q
+		return err
+	})
+	flag.BoolVar(&o.trace, "trace", false, "print every version the watch saw of the first Instance of each batch round 0, and of its Generations")
+	agentArgs := flag.String("agent-args", "", "space-separated arguments added to the agent's")
+	phases := flag.String("phases", "", "comma-separated phases to run, of "+strings.Join(phaseNames, ",")+" (empty: all)")
+	flag.StringVar(&o.agent, "agent", testutil.AgentBinary(), "the agent's binary (the direct backend's shim is the unitlet-shim beside it)")
 	flag.DurationVar(&o.idle, "idle", time.Minute, "how long the settled agent is watched idle")
 	flag.StringVar(&o.jsonOut, "json", "bin/bench.json", "where the figures are written")
 	flag.BoolVar(&o.raw, "raw", true, "measure the raw baselines (fork/exec, systemd) too")
 	flag.DurationVar(&o.phaseLimit, "phase-limit", 10*time.Minute, "how long one phase may take")
 	flag.IntVar(&o.qps, "agent-qps", 0, "the agent's --kube-api-qps (0: its default)")
 	flag.StringVar(&o.profileDir, "profile", "", "a directory for the agent's pprof profiles (none if empty)")
-	flag.StringVar(&o.agent, "agent", "", "the agent's binary, with unitlet-shim beside it (default: the checkout's bin/unitlet)")
 	flag.Parse()
+	o.agentArgs = strings.Fields(*agentArgs)
+	if *phases != "" {
+		o.phases = map[string]bool{}
+		for _, p := range strings.Split(*phases, ",") {
+			if !slices.Contains(phaseNames, p) {
+				fmt.Fprintf(os.Stderr, "bench: no phase %q (have %s)\n", p, strings.Join(phaseNames, ","))
+				os.Exit(2)
+			}
+			o.phases[p] = true
+		}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	res, err := run(ctx, o)
@@ -86,15 +123,18 @@ func run(ctx context.Context, o options) (*results, error) {
 		f    func(context.Context, *harness, *results) error
 	}{
 		{"create", phaseCreateWithReads}, {"idle", phaseIdle}, {"swap", phaseSwap}, {"reboot", phaseReboot}, {"delete", phaseDelete}, {"batch", phaseBatch},
-		{"API floor", apiFloor},
+		{"floor", apiFloor},
 	}
 	for _, p := range phases {
+		if o.phases != nil && !o.phases[p.name] {
+			continue
+		}
 		fmt.Printf("bench: %s ...\n", p.name)
 		if err := p.f(ctx, h, res); err != nil {
 			return res, fmt.Errorf("%s: %w", p.name, err)
 		}
 	}
-	if o.raw {
+	if o.raw && (o.phases == nil || o.phases["raw"]) {
 		fmt.Println("bench: raw fork/exec ...")
 		if err := rawForkExec(ctx, h, res); err != nil {
 			return res, fmt.Errorf("raw fork/exec: %w", err)

@@ -1,11 +1,15 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
+
+	"k8s.io/client-go/rest"
 )
 
 // profile saves the agent's CPU profile over the next secs seconds (in
@@ -40,4 +44,36 @@ func (h *harness) savePprof(query, file string) {
 	}
 	defer f.Close()
 	_, _ = io.Copy(f, resp.Body)
+}
+
+// serverProfile saves the API server's CPU profile over the next secs
+// seconds (in the background) as <dir>/<name>.apiserver.cpu.pprof.
+func (h *harness) serverProfile(ctx context.Context, name string, secs int) {
+	if h.o.profileDir == "" {
+		return
+	}
+	go func() {
+		hc, err := rest.HTTPClientFor(h.env.Config)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench: pprof:", err)
+			return
+		}
+		url := fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", strings.TrimSuffix(h.env.Config.Host, "/"), secs)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench: pprof:", err)
+			return
+		}
+		defer resp.Body.Close()
+		f, err := os.Create(filepath.Join(h.o.profileDir, name+".apiserver.cpu.pprof"))
+		if err != nil {
+			return
+		}
+		defer f.Close()
+		_, _ = io.Copy(f, resp.Body)
+	}()
 }
