@@ -175,7 +175,7 @@ func TestStatsOfARealGeneration(t *testing.T) {
 	// A busy shell holding 4 MB it allocated in g1: CPU time and memory
 	// while it runs (its pages from before the move stay charged where
 	// they were).
-	spawnIn(t, m, g1, `x=$(head -c 4000000 /dev/zero | tr '\0' a); while :; do :; done`, 1)
+	busy := spawnIn(t, m, g1, `x=$(head -c 4000000 /dev/zero | tr '\0' a); while :; do :; done`, 1)
 	waitFor(t, "CPU time and a working set in g1", func() bool {
 		st, err = m.Stats(g1)
 		return err == nil && st.CPUUsageNanos > 0 && st.MemoryWorkingSetBytes > 0
@@ -184,6 +184,15 @@ func TestStatsOfARealGeneration(t *testing.T) {
 	if st.OOMKills != 0 {
 		t.Errorf("OOM kills before any allocation = %d, want 0", st.OOMKills)
 	}
+
+	// The busy shell goes first: an OOM at the Instance's level may pick
+	// any process under it, and g1's must not be the one.
+	_ = busy.cmd.Process.Kill()
+	_ = busy.cmd.Wait()
+	waitFor(t, "g1 empty", func() bool {
+		pids, err := m.Pids(g1)
+		return err == nil && len(pids) == 0
+	})
 
 	// An allocation beyond the limit is OOM-killed, and counted.
 	g2, err := m.CreateGeneration(2, tier)
