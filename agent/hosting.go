@@ -59,9 +59,10 @@ func setupHosting(mgr ctrl.Manager, opts Options) error {
 			return err
 		}
 	}
+	lay := layout.Layout{StateRoot: opts.StateRoot}
 	return controllers.SetupHosting(mgr, controllers.Hosting{
 		Runtime: rt, NodeName: opts.NodeName, KeyNamespace: opts.KeyNamespace, Recorder: recorder, Gate: opts.Gate, Grace: stopGrace,
-		Boot: &boot.Record{Path: layout.Layout{StateRoot: opts.StateRoot}.BootRecord(), Source: opts.BootIDFile},
+		Boot: &boot.Record{Path: lay.BootRecord(), PendingPath: lay.BootPending(), Source: opts.BootIDFile},
 	})
 }
 

@@ -35,6 +35,12 @@ type Adopter struct {
 	// Boot is the node's boot record (nil: none is kept): a changed boot
 	// ID proves every Generation of the old boot gone.
 	Boot *boot.Record
+	// Starter starts what served before a reboot (serveFirst; nil: the
+	// reconcilers start everything).
+	Starter *GenerationReconciler
+	// proof is what a reboot proved, shared with the Generation
+	// reconciler, which writes it.
+	proof *rebootProof
 	// done closes when adoption is over: the reconcilers wait for it, so
 	// a fence it restores from the cache never undoes a newer promotion.
 	done chan struct{}
@@ -83,11 +89,12 @@ func (a *Adopter) Start(ctx context.Context) error {
 		}
 		a.killOrphan(ctx, ref)
 	}
-	if !verdict.Rebooted() {
-		// After a reboot no generation serves: the next one's promotion
-		// points the fence.
-		a.refence(ctx)
+	if verdict.Rebooted() {
+		// No generation serves: each new one's promotion points the fence.
+		a.serveFirst(ctx)
+		return nil
 	}
+	a.refence(ctx)
 	return nil
 }
 

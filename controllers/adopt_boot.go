@@ -2,12 +2,10 @@ package controllers
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
@@ -19,11 +17,13 @@ import (
 var rebootBackoff = wait.Backoff{Duration: time.Second, Factor: 2, Steps: math.MaxInt32, Cap: 30 * time.Second}
 
 // checkBoot compares the boot the agent last ran under with the node's.
-// After a reboot every Generation of this node is of the old boot (none
-// starts before adoption is over) and is written gone with it; only then
-// is the new boot recorded, so an agent that dies half-way finds the
-// reboot again, and a record of this boot never precedes the proof's
-// last write. It reports false when ctx ended first.
+// After a reboot every Generation of this node not proven gone is of the
+// old boot (none starts before adoption is over): they are recorded on
+// the node as gone with it (boot.Pending) before the new boot is, so an
+// agent that dies before the API says so still knows which they were,
+// and none started since is ever taken for one. The API is told
+// afterwards, by the Generation reconciler (rebootProof): serving never
+// waits for it. It reports false when ctx ended first.
 func (a *Adopter) checkBoot(ctx context.Context) (boot.Verdict, bool) {
 	if a.Boot == nil {
 		return boot.Verdict{}, true
@@ -34,62 +34,52 @@ func (a *Adopter) checkBoot(ctx context.Context) (boot.Verdict, bool) {
 		log.Error(err, "no reboot can be told at this start")
 	}
 	switch v.Reason {
-	case boot.Unchanged, boot.SourceUnusable:
-		log.Info("boot checked")
-		return v, true
 	case boot.Changed:
 		log.Info("the node rebooted: every generation of the old boot is gone")
-		if !a.settleReboot(ctx, v) {
+		if !a.retry(ctx, "recording the old boot's generations", func() error { return a.recordReboot(ctx, v) }) {
 			return v, false
 		}
 		return v, a.retry(ctx, "recording the boot", func() error { return a.Boot.Save(v.Current) })
+	case boot.NoRecord, boot.RecordUnusable:
+		// Nothing to prove now; a later start can.
+		if err := a.Boot.Save(v.Current); err != nil {
+			log.Error(err, "boot not recorded: a reboot before the next start cannot be told")
+		}
+		log.Info("boot recorded")
+	default:
+		log.Info("boot checked")
 	}
-	// No usable record: nothing to prove now; a later start can.
-	if err := a.Boot.Save(v.Current); err != nil {
-		log.Error(err, "boot not recorded: a reboot before the next start cannot be told")
+	// An earlier agent of this boot may have left a reboot's proof
+	// unwritten.
+	p, err := a.Boot.LoadPending()
+	if err != nil {
+		log.Error(err, "an earlier reboot's proof is unreadable: its generations are observed as any other")
 	}
-	log.Info("boot recorded")
+	if p != nil {
+		a.proof.load(ctx, a.Client, *p)
+	}
 	return v, true
 }
 
-// settleReboot writes each of this node's Generations not yet proven
-// gone as gone with the old boot, and says so once on the Enrollment.
-func (a *Adopter) settleReboot(ctx context.Context, v boot.Verdict) bool {
-	var marked int
-	ok := a.retry(ctx, "writing the old boot's generations gone", func() (err error) {
-		marked, err = a.markGoneWithBoot(ctx, v)
-		return err
-	})
-	if ok {
-		a.event(corev1.EventTypeNormal, v1.ReasonNodeRebooted,
-			"the node rebooted (boot ID %s, now %s): %d generations of the old boot proven gone", v.Previous, v.Current, marked)
-	}
-	return ok
-}
-
-// markGoneWithBoot patches every Generation of this node that is not
-// proven gone, and counts them.
-func (a *Adopter) markGoneWithBoot(ctx context.Context, v boot.Verdict) (int, error) {
+// recordReboot records on the node every Generation of this node that is
+// not proven gone as gone with the old boot, and hands them to the proof.
+func (a *Adopter) recordReboot(ctx context.Context, v boot.Verdict) error {
 	var list v1.GenerationList
 	if err := a.Client.List(ctx, &list); err != nil {
-		return 0, fmt.Errorf("list generations: %w", err)
+		return fmt.Errorf("list generations: %w", err)
 	}
-	var errs []error
-	marked := 0
+	p := boot.Pending{Previous: v.Previous, Current: v.Current, Generations: []string{}}
 	for i := range list.Items {
 		gen := &list.Items[i]
-		if gen.Spec.NodeName != a.NodeName || terminated(gen) {
-			continue
+		if gen.Spec.NodeName == a.NodeName && !terminated(gen) {
+			p.Generations = append(p.Generations, proofKey(gen.Namespace, gen.Name, string(gen.UID)))
 		}
-		before := gen.DeepCopy()
-		generationStatus(gen, genFacts{rebooted: &v})
-		if err := patchStatus(ctx, a.Client, gen, before, true); err != nil {
-			errs = append(errs, fmt.Errorf("generation %s/%s: %w", gen.Namespace, gen.Name, err))
-			continue
-		}
-		marked++
 	}
-	return marked, errors.Join(errs...)
+	if err := a.Boot.SavePending(p); err != nil {
+		return err
+	}
+	a.proof.load(ctx, a.Client, p)
+	return nil
 }
 
 // retry runs f until it succeeds or ctx ends (false).

@@ -68,6 +68,9 @@ type GenerationReconciler struct {
 	// phases is each of this node's Generations' last phase, for the
 	// phase gauge: one entry changed per reconcile, never a list.
 	phases phaseCounts
+	// reboot is what a reboot proved that the API is yet to be told (nil:
+	// no boot record kept).
+	reboot *rebootProof
 }
 
 // +kubebuilder:rbac:groups=hosting.unitlet.dev,resources=generations,verbs=get;list;watch;create;update;patch;delete
@@ -86,11 +89,17 @@ func (r *GenerationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	if err := r.Client.Get(ctx, req.NamespacedName, gen); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.phases.forget(req.NamespacedName)
+			r.reboot.done(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if gen.Spec.NodeName != r.NodeName {
 		return ctrl.Result{}, nil
+	}
+	if v, ok := r.reboot.pending(gen); ok {
+		// Gone with the node's boot, which the API is yet to be told:
+		// never started or observed again, whatever it was.
+		return ctrl.Result{}, r.writeGoneWithBoot(ctx, gen, v)
 	}
 	stopping := !gen.DeletionTimestamp.IsZero() || gen.Spec.Retired
 	if !stopping && goneWithBoot(gen) {

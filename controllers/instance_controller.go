@@ -57,6 +57,9 @@ type InstanceReconciler struct {
 
 	sidecars sidecarSets // per Instance, the sidecar names last settled
 	restarts *restartBackoff
+	// reboot is what a reboot proved that the API is yet to be told (nil:
+	// no boot record kept).
+	reboot *rebootProof
 }
 
 // +kubebuilder:rbac:groups=hosting.unitlet.dev,resources=instances,verbs=get;list;watch;update;patch
@@ -160,9 +163,16 @@ func (r *InstanceReconciler) suspendIfAsked(ctx context.Context, s *instanceScop
 	return s.suspend(ctx)
 }
 
-// generations lists the Instance's Generations, oldest first.
+// generations lists the Instance's Generations, oldest first, each the
+// old boot took as its status will say once written (rebootProof).
 func (r *InstanceReconciler) generations(ctx context.Context, inst *v1.Instance) ([]*v1.Generation, error) {
-	return listGenerations(ctx, r.Client, inst)
+	gens, err := listGenerations(ctx, r.Client, inst)
+	for _, g := range gens {
+		if v, ok := r.reboot.pending(g); ok {
+			generationStatus(g, genFacts{rebooted: &v}) // a copy: the cache's own is untouched
+		}
+	}
+	return gens, err
 }
 
 // listGenerations lists inst's Generations through c, oldest first.

@@ -35,7 +35,7 @@ type bootNode struct {
 func newBootNode(t *testing.T, name string) *bootNode {
 	dir := t.TempDir()
 	n := &bootNode{name: name, rt: newFakeRuntime(),
-		rec: &boot.Record{Path: filepath.Join(dir, "state", "boot_id"), Source: filepath.Join(dir, "boot_id")}}
+		rec: &boot.Record{Path: filepath.Join(dir, "state", "boot_id"), PendingPath: filepath.Join(dir, "state", "boot_pending.json"), Source: filepath.Join(dir, "boot_id")}}
 	n.setBoot(t, bootBefore)
 	n.start(t)
 	t.Cleanup(n.stop)

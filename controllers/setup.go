@@ -57,22 +57,31 @@ func SetupHosting(mgr ctrl.Manager, h Hosting) error {
 	// Adoption first: it restores each Instance's fence from the cache,
 	// which must not undo a promotion a reconcile made meanwhile.
 	adopted := make(chan struct{})
-	if err := mgr.Add(&Adopter{
+	gens := &GenerationReconciler{
+		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Runtime: h.Runtime, NodeName: h.NodeName, KeyNamespace: keyNS,
+		Recorder: h.Recorder, Gate: h.Gate, Grace: h.Grace, ProbeInterval: h.ProbeInterval, ObserveEvery: h.ObserveEvery, RoleEvents: roleEvents, adopted: adopted,
+	}
+	adopter := &Adopter{
 		Client: mgr.GetClient(), Cache: mgr.GetCache(), Runtime: h.Runtime, NodeName: h.NodeName,
-		Recorder: h.Recorder, Grace: h.Grace, Log: mgr.GetLogger().WithName("adopt"), Boot: h.Boot, done: adopted,
-	}); err != nil {
+		Recorder: h.Recorder, Grace: h.Grace, Log: mgr.GetLogger().WithName("adopt"), Boot: h.Boot, Starter: gens, done: adopted,
+	}
+	if h.Boot != nil {
+		// A reboot's proof is written by the Generation reconciler, after
+		// the node serves again.
+		adopter.proof = &rebootProof{rec: h.Boot, log: adopter.Log, event: adopter.event}
+		gens.reboot = adopter.proof
+	}
+	if err := mgr.Add(adopter); err != nil {
 		return fmt.Errorf("adopter: %w", err)
 	}
 	if err := (&InstanceReconciler{
 		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Runtime: h.Runtime, NodeName: h.NodeName, KeyNamespace: keyNS,
 		Recorder: h.Recorder, Gate: h.Gate, RoleEvents: roleEvents, RestartBackoff: h.RestartBackoff, adopted: adopted,
+		reboot: adopter.proof,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("instance controller: %w", err)
 	}
-	if err := (&GenerationReconciler{
-		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Runtime: h.Runtime, NodeName: h.NodeName, KeyNamespace: keyNS,
-		Recorder: h.Recorder, Gate: h.Gate, Grace: h.Grace, ProbeInterval: h.ProbeInterval, ObserveEvery: h.ObserveEvery, RoleEvents: roleEvents, adopted: adopted,
-	}).SetupWithManager(mgr); err != nil {
+	if err := gens.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("generation controller: %w", err)
 	}
 	return nil

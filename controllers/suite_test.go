@@ -86,10 +86,11 @@ func startAgent(ctx context.Context, name string, rt nodeRuntime) error {
 }
 
 // startAgentBoot is startAgent keeping rec as the node's boot record; the
-// channel closes once the agent stopped.
-func startAgentBoot(ctx context.Context, name string, rt nodeRuntime, rec *boot.Record) (<-chan struct{}, error) {
+// channel closes once the agent stopped. mods change the manager's
+// options (a test's client between the agent and the API server).
+func startAgentBoot(ctx context.Context, name string, rt nodeRuntime, rec *boot.Record, mods ...func(*ctrl.Options)) (<-chan struct{}, error) {
 	onNode := fields.OneTermEqualSelector(v1.FieldNodeName, name)
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+	opts := ctrl.Options{
 		Scheme:  scheme.New(),
 		Metrics: metricsserver.Options{BindAddress: "0"},
 		// A test may run a second agent (another node) in this process.
@@ -97,7 +98,11 @@ func startAgentBoot(ctx context.Context, name string, rt nodeRuntime, rec *boot.
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			&v1.Instance{}: {Field: onNode}, &v1.Generation{}: {Field: onNode},
 		}},
-	})
+	}
+	for _, m := range mods {
+		m(&opts)
+	}
+	mgr, err := ctrl.NewManager(env.Config, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@
 package boot
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -98,6 +99,10 @@ func Valid(id string) bool {
 // "reboot" without rebooting.
 type Record struct {
 	Path, Source string
+	// PendingPath (from layout.BootPending) holds a reboot's proof until
+	// it is written ("": none is kept, and the proof is written before
+	// the new boot is recorded).
+	PendingPath string
 }
 
 // Check reads the record and the node's boot ID and decides.
@@ -146,4 +151,73 @@ func readID(path string) (string, error) {
 		return "", err
 	}
 	return strings.TrimSpace(string(b)), nil
+}
+
+// Pending is what a reboot's proof has still to write: the verdict that
+// proves it, and the generations of the old boot (the caller's keys) not
+// yet written gone. It is saved before the new boot is recorded and
+// removed once every one is written, so an agent that dies in between
+// still knows, under the new boot, which generations the old one took:
+// not every one unwritten, since one started in the new boot may run.
+type Pending struct {
+	Previous    string   `json:"previous"`
+	Current     string   `json:"current"`
+	Generations []string `json:"generations"`
+}
+
+// Verdict is the reboot p proves.
+func (p Pending) Verdict() Verdict {
+	return Verdict{Reason: Changed, Previous: p.Previous, Current: p.Current}
+}
+
+// SavePending records p at PendingPath, atomically.
+func (r Record) SavePending(p Pending) error {
+	if r.PendingPath == "" {
+		return errors.New("boot pending: no path to keep it at")
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		return fmt.Errorf("boot pending: %w", err)
+	}
+	dir, name := filepath.Split(r.PendingPath)
+	d, err := instancefs.MkdirAll(filepath.Clean(dir), 0o711)
+	if err != nil {
+		return fmt.Errorf("boot pending: %w", err)
+	}
+	defer d.Close()
+	if err := instancefs.WriteAtomicBeneath(d, name, append(b, '\n'), 0o600); err != nil {
+		return fmt.Errorf("boot pending: %w", err)
+	}
+	return nil
+}
+
+// LoadPending reads what a reboot's proof has still to write; nil when
+// nothing (no file, or no PendingPath).
+func (r Record) LoadPending() (*Pending, error) {
+	if r.PendingPath == "" {
+		return nil, nil
+	}
+	b, err := os.ReadFile(r.PendingPath)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("boot pending: %w", err)
+	}
+	var p Pending
+	if err := json.Unmarshal(b, &p); err != nil || !Valid(p.Previous) || !Valid(p.Current) {
+		return nil, fmt.Errorf("boot pending %s: unusable (%v)", r.PendingPath, err)
+	}
+	return &p, nil
+}
+
+// ClearPending removes the record: every generation of it is written.
+func (r Record) ClearPending() error {
+	if r.PendingPath == "" {
+		return nil
+	}
+	if err := os.Remove(r.PendingPath); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("boot pending: %w", err)
+	}
+	return nil
 }

@@ -118,3 +118,60 @@ func TestRecordAcrossStarts(t *testing.T) {
 	write(r.Path, bootB+"\n")
 	check(Verdict{Reason: SourceUnusable, Previous: bootB}, true)
 }
+
+// TestPending: a reboot's proof kept on the node until it is written:
+// read back as saved, none when absent or cleared, an unusable one an
+// error (never a proof), and none kept without a path.
+func TestPending(t *testing.T) {
+	saved := Pending{Previous: bootA, Current: bootB, Generations: []string{"ns/a-1/uid-1", "ns/b-2/uid-2"}}
+	tests := map[string]struct {
+		file    string // "": none written; "saved": Save(saved)
+		clear   bool
+		want    *Pending
+		wantErr bool
+	}{
+		"none":                 {},
+		"saved, read back":     {file: "saved", want: &saved},
+		"cleared once written": {file: "saved", clear: true},
+		"not JSON":             {file: "garbage\n", wantErr: true},
+		"no boot IDs":          {file: `{"previous":"","current":"","generations":[]}`, wantErr: true},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			r := Record{Path: filepath.Join(dir, "state", "boot_id"), PendingPath: filepath.Join(dir, "state", "boot_pending.json")}
+			switch tc.file {
+			case "":
+			case "saved":
+				if err := r.SavePending(saved); err != nil {
+					t.Fatal(err)
+				}
+			default:
+				if err := os.MkdirAll(filepath.Dir(r.PendingPath), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(r.PendingPath, []byte(tc.file), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.clear {
+				if err := r.ClearPending(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := r.LoadPending()
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("LoadPending error = %v, want error: %v", err, tc.wantErr)
+			}
+			if d := cmp.Diff(tc.want, got); d != "" {
+				t.Errorf("pending (-want,+got):\n%s", d)
+			}
+		})
+	}
+	if err := (Record{}).SavePending(saved); err == nil {
+		t.Error("a proof was saved with no path to keep it at")
+	}
+	if got := saved.Verdict(); !got.Rebooted() || got.Previous != bootA || got.Current != bootB {
+		t.Errorf("the proof's verdict = %+v", got)
+	}
+}

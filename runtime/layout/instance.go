@@ -121,6 +121,11 @@ func (l Layout) IdentityDir() string { return filepath.Join(l.StateRoot, "ids") 
 // the boot it names, or a reboot could not be told.
 func (l Layout) BootRecord() string { return filepath.Join(l.StateRoot, "boot_id") }
 
+// BootPending is <state>/boot_pending.json: the generations a reboot took
+// that the API does not say gone yet (runtime/boot.Pending). Beside the
+// boot record: it must outlive an agent that dies before writing them.
+func (l Layout) BootPending() string { return filepath.Join(l.StateRoot, "boot_pending.json") }
+
 // RunDir is <run>/<ns>/<name> (or <run>/_h/<ShortID> when that would not
 // leave room for socket names within sun_path): sockets and exit records.
 func (i Instance) RunDir() string { return i.runDir }
