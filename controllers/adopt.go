@@ -41,6 +41,9 @@ type Adopter struct {
 	// proof is what a reboot proved, shared with the Generation
 	// reconciler, which writes it.
 	proof *rebootProof
+	// serving holds the Instances serveFirst is still promoting, for the
+	// Instance reconciler to leave alone.
+	serving *firstServes
 	// done closes when adoption is over: the reconcilers wait for it, so
 	// a fence it restores from the cache never undoes a newer promotion.
 	done chan struct{}

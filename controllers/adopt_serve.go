@@ -17,22 +17,68 @@ import (
 // After a reboot the node serves first and reports afterwards: every
 // Instance that served when the node went down is started again from
 // what the agent's cache holds, and its stable socket flipped to the new
-// generation as soon as that answers, before any status is written.
-// Only the new Generation is created first, each on its own and without
+// generation as soon as that answers, without waiting for any status
+// write. Only the new Generation is created first, each on its own and without
 // waiting for the watch to bring it back: it is the record and the lease
 // of the unit about to run, so a start is never without one. Everything
 // else (the old boot's generations written gone, the new one's Started
 // and Ready, the Instance's promotion and its retirement of the old one)
-// is the reconcilers' once adoption is over, from what this start handed
-// them (GenerationReconciler.handedOff), on their workers and within the
-// API's budget. Whatever does not fit the plain case is left to them
+// is the reconcilers' once adoption is over (every start handed off),
+// from what this start handed them (GenerationReconciler.handedOff), on
+// their workers and within the API's budget; the Instance reconciler
+// leaves an Instance alone until its promotion here is done or given up
+// (firstServes). Whatever does not fit the plain case is left to them
 // from the start.
 
-// serveFirstBudget bounds how long adoption waits for the generations it
-// started to answer: a slower one is left to the reconcilers, which probe
-// and promote it as any other, so an app that never answers does not
-// hold every Instance's status back.
+// serveFirstBudget bounds how long a generation adoption started is
+// probed before its promotion is left to the reconcilers (which probe and
+// promote it as any other), when its readiness timeout is longer.
 const serveFirstBudget = 30 * time.Second
+
+// serveWorkers is how many Instances are created and started at once:
+// as many as a controller's workers. At N=200 (make bench's reboot) 4,
+// 16 and 32 served all in the same time: the starts' CPU bounds it on
+// two cores, not how many run at once.
+const serveWorkers = workers
+
+// firstServes are the Instances whose new generation adoption started and
+// has neither promoted nor given up yet. The Instance reconciler leaves
+// them alone meanwhile, so that this promotion never undoes one of its
+// own (a template changed during the reboot). Nil holds nothing.
+type firstServes struct {
+	mu   sync.Mutex
+	held map[types.NamespacedName]bool
+}
+
+func (f *firstServes) hold(k types.NamespacedName) {
+	if f == nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.held == nil {
+		f.held = map[types.NamespacedName]bool{}
+	}
+	f.held[k] = true
+}
+
+func (f *firstServes) release(k types.NamespacedName) {
+	if f == nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.held, k)
+}
+
+func (f *firstServes) holds(k types.NamespacedName) bool {
+	if f == nil {
+		return false
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.held[k]
+}
 
 // servable is an Instance to serve again and the number its new
 // generation takes.
@@ -108,34 +154,37 @@ func (a *Adopter) toServe(ctx context.Context) []servable {
 }
 
 // serveFirst serves again every Instance toServe names: workers create
-// and start their generations, and each is promoted once it answers,
-// within serveFirstBudget.
+// and start their generations; it returns once every start was handed
+// off (adoption is then over), and each generation is promoted once it
+// answers, meanwhile.
 func (a *Adopter) serveFirst(ctx context.Context) {
 	if a.Starter == nil || !a.Starter.Gate.Accepting() {
 		return
 	}
 	began := time.Now()
 	todo := a.toServe(ctx)
-	pctx, cancel := context.WithDeadline(ctx, began.Add(serveFirstBudget))
-	defer cancel()
 	var started, serving atomic.Int64
 	var t timings
 	var workersDone, probes sync.WaitGroup
 	work := make(chan servable)
-	for range workers {
+	for range serveWorkers {
 		workersDone.Add(1)
 		go func() {
 			defer workersDone.Done()
 			for s := range work {
+				key := types.NamespacedName{Namespace: s.inst.Namespace, Name: s.inst.Name}
+				a.serving.hold(key)
 				gen := a.startAgain(ctx, s, &t)
 				if gen == nil {
+					a.serving.release(key)
 					continue
 				}
 				started.Add(1)
 				probes.Add(1)
 				go func() {
 					defer probes.Done()
-					if a.Starter.promoteWhenReady(pctx, gen) {
+					defer a.serving.release(key)
+					if a.Starter.promoteWhenReady(ctx, gen) {
 						serving.Add(1)
 					}
 				}()
@@ -143,16 +192,17 @@ func (a *Adopter) serveFirst(ctx context.Context) {
 		}()
 	}
 	for _, s := range todo {
-		if pctx.Err() != nil {
-			break // past the budget: the rest is the reconcilers'
-		}
 		work <- s
 	}
 	close(work)
 	workersDone.Wait()
-	probes.Wait()
-	a.Log.Info("served again after the reboot, before reporting", "instances", len(todo), "started", started.Load(),
-		"serving", serving.Load(), "took", time.Since(began).String(), "createMean", t.create.mean().String(), "startMean", t.start.mean().String())
+	a.Log.Info("started again after the reboot, before reporting", "instances", len(todo), "started", started.Load(),
+		"took", time.Since(began).String(), "createMean", t.create.mean().String(), "startMean", t.start.mean().String())
+	go func() {
+		probes.Wait()
+		a.Log.Info("served again after the reboot, before reporting", "serving", serving.Load(), "of", started.Load(),
+			"took", time.Since(began).String())
+	}()
 }
 
 // startAgain creates s's new generation and starts it; nil when it was
@@ -188,8 +238,10 @@ func (a *Adopter) startAgain(ctx context.Context, s servable, t *timings) *v1.Ge
 
 // promoteWhenReady probes gen as its reconcile would, and flips its
 // Instance's stable socket to it once it answers; false when it did not
-// answer before ctx ended.
+// answer within its readiness timeout (serveFirstBudget at most).
 func (r *GenerationReconciler) promoteWhenReady(ctx context.Context, gen *v1.Generation) bool {
+	ctx, cancel := context.WithTimeout(ctx, min(readinessTimeout(&gen.Spec.Template), serveFirstBudget))
+	defer cancel()
 	ref, readiness := refOf(gen), readinessOf(&gen.Spec.Template)
 	wait := minProbeWait
 	for r.Runtime.Probe(ctx, ref, readiness) != nil {

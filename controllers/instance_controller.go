@@ -60,6 +60,9 @@ type InstanceReconciler struct {
 	// reboot is what a reboot proved that the API is yet to be told (nil:
 	// no boot record kept).
 	reboot *rebootProof
+	// firstServes are the Instances adoption is still serving again after
+	// a reboot: left alone until it promoted or gave up.
+	firstServes *firstServes
 }
 
 // +kubebuilder:rbac:groups=hosting.unitlet.dev,resources=instances,verbs=get;list;watch;update;patch
@@ -69,7 +72,7 @@ type InstanceReconciler struct {
 
 // Reconcile reads as the list of phases an Instance goes through.
 func (r *InstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
-	if !adoptionOver(r.adopted) {
+	if !adoptionOver(r.adopted) || r.firstServes.holds(req.NamespacedName) {
 		return ctrl.Result{RequeueAfter: adoptionWait}, nil
 	}
 	inst := &v1.Instance{}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"testing"
+	"time"
 
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -160,4 +161,36 @@ func TestRebootProofOutlivesTheAgent(t *testing.T) {
 		_, err := os.Stat(n.rec.PendingPath)
 		return os.IsNotExist(err), fmt.Sprint(err)
 	})
+}
+
+// TestRebootPromotionNotUndone: while adoption waits for the generation
+// it started after a reboot to answer, the Instance reconciler leaves the
+// Instance alone (a template changed meanwhile is acted on once that
+// wait is over), so that promotion never lands after one of its own.
+func TestRebootPromotionNotUndone(t *testing.T) {
+	n := newBootNode(t, "node-first-held")
+	inst := instance("fh-serving", func(i *v1.Instance) {
+		i.Spec.NodeName, i.Spec.Template.Readiness.TimeoutSeconds = n.name, 4
+	})
+	create(t, inst)
+	t.Cleanup(func() { kube.DeleteAndWait(t, inst.Name, waitLimit) })
+	waitInstance(t, inst.Name, v1.ConditionReady, "True/Reconciled")
+	n.reboot(t)
+	g2 := node.GenerationRef("default", inst.Name, 2)
+	n.rt.set(func(f *fakeRuntime) { f.probe[g2] = errors.New("test: not answering yet") })
+	n.startWith(t)
+	testutil.Eventually(t, "generation 2 started by adoption", waitLimit, pollEvery, func() (bool, string) {
+		return n.rt.Count("start "+inst.Name+"/g2") > 0, fmt.Sprint(n.rt.Calls(inst.Name))
+	})
+	updateInstance(t, inst.Name, func(i *v1.Instance) { i.Spec.Template.Args = []string{"v3"} })
+	time.Sleep(1500 * time.Millisecond) // the Instance reconciler would have made generation 3 by now
+	if g := getGeneration(t, inst.Name, 3); g != nil {
+		t.Fatalf("generation 3 made while adoption still waited for generation 2 to answer")
+	}
+	testutil.Eventually(t, "generation 3 made once adoption gave generation 2 up", waitLimit, pollEvery, func() (bool, string) {
+		return getGeneration(t, inst.Name, 3) != nil, fmt.Sprint(n.rt.Calls(inst.Name))
+	})
+	if c := n.rt.Count("promote " + inst.Name + "/g2"); c != 0 {
+		t.Errorf("generation 2, never answering, was promoted %d times", c)
+	}
 }

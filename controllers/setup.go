@@ -64,6 +64,7 @@ func SetupHosting(mgr ctrl.Manager, h Hosting) error {
 	adopter := &Adopter{
 		Client: mgr.GetClient(), Cache: mgr.GetCache(), Runtime: h.Runtime, NodeName: h.NodeName,
 		Recorder: h.Recorder, Grace: h.Grace, Log: mgr.GetLogger().WithName("adopt"), Boot: h.Boot, Starter: gens, done: adopted,
+		serving: &firstServes{},
 	}
 	if h.Boot != nil {
 		// A reboot's proof is written by the Generation reconciler, after
@@ -77,7 +78,7 @@ func SetupHosting(mgr ctrl.Manager, h Hosting) error {
 	if err := (&InstanceReconciler{
 		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Runtime: h.Runtime, NodeName: h.NodeName, KeyNamespace: keyNS,
 		Recorder: h.Recorder, Gate: h.Gate, RoleEvents: roleEvents, RestartBackoff: h.RestartBackoff, adopted: adopted,
-		reboot: adopter.proof,
+		reboot: adopter.proof, firstServes: adopter.serving,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("instance controller: %w", err)
 	}
