@@ -2,21 +2,27 @@ package instancekey
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
 	"github.com/unitlet/unitlet/internal/instancekey"
 )
+
+// Workers is how many Instances' keys are minted at once.
+const Workers = 16
 
 // Reconciler keeps one key Secret per Instance and the Instance's
 // status.keyFingerprint in step with it.
@@ -53,7 +59,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !inst.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil // the key stays until the Instance is gone
 	}
-	secret, err := r.secret(ctx, inst)
+	// An Instance that never had a key needs no uncached look: minting
+	// creates the Secret, which the API server refuses if it exists.
+	secret, err := r.secret(ctx, inst, inst.Status.KeyFingerprint != "")
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -73,13 +81,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{}, r.writeStatus(ctx, inst, p.fingerprint)
 }
 
-// secret is the Instance's key Secret, nil when there is none (confirmed
-// uncached: a missing one may mean a lost key).
-func (r *Reconciler) secret(ctx context.Context, inst *v1.Instance) (*corev1.Secret, error) {
+// secret is the Instance's key Secret, nil when there is none; with
+// confirm, a missing one is confirmed uncached (it may mean a lost key).
+func (r *Reconciler) secret(ctx context.Context, inst *v1.Instance, confirm bool) (*corev1.Secret, error) {
 	key := types.NamespacedName{Namespace: r.KeyNamespace, Name: instancekey.SecretName(inst.UID)}
 	s := &corev1.Secret{}
 	err := r.Client.Get(ctx, key, s)
-	if apierrors.IsNotFound(err) {
+	if apierrors.IsNotFound(err) && confirm {
 		err = r.Reader.Get(ctx, key, s)
 	}
 	switch {
@@ -126,18 +134,54 @@ func (r *Reconciler) mint(ctx context.Context, inst *v1.Instance, secret *corev1
 	return fp, nil
 }
 
-// writeStatus sets status.keyFingerprint on the version read: the agent
-// writes the same status, and a conflict is retried from a fresh read.
+// writeStatus sets status.keyFingerprint. The first one is written only
+// where none is yet, on the same Instance (its UID): a JSON patch that
+// tests both, so the agent's writes of the new Instance (its finalizer,
+// its first status), made meanwhile, do not make it fail as a lock on the
+// version read did, 1.8 times per Instance in a batch of 30. A change of
+// an existing one is written on the version read; a conflict is retried
+// from a fresh reconcile.
 func (r *Reconciler) writeStatus(ctx context.Context, inst *v1.Instance, fp string) error {
 	if fp == "" || inst.Status.KeyFingerprint == fp {
 		return nil
 	}
-	patch := client.MergeFromWithOptions(inst.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	inst.Status.KeyFingerprint = fp
-	if err := r.Client.Status().Patch(ctx, inst, patch); err != nil {
-		return fmt.Errorf("instance key fingerprint: %w", client.IgnoreNotFound(err))
+	var err error
+	if inst.Status.KeyFingerprint == "" {
+		// The form that fits the version read first, then the other: the
+		// agent may have written the first status meanwhile.
+		whole := equality.Semantic.DeepEqual(inst.Status, v1.InstanceStatus{})
+		if err = r.firstFingerprint(ctx, inst, fp, whole); err != nil && !apierrors.IsNotFound(err) {
+			err = r.firstFingerprint(ctx, inst, fp, !whole)
+		}
+	} else {
+		patch := client.MergeFromWithOptions(inst.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		inst.Status.KeyFingerprint = fp
+		err = r.Client.Status().Patch(ctx, inst, patch)
+	}
+	if err = client.IgnoreNotFound(err); err != nil {
+		return fmt.Errorf("instance key fingerprint: %w", err)
 	}
 	return nil
+}
+
+// firstFingerprint sets fp where inst (this UID) has no fingerprint yet,
+// with a JSON patch that tests both; with whole, where it has no status
+// at all (a missing object cannot be added to). A failed test is an
+// error (Invalid, from the API server).
+func (r *Reconciler) firstFingerprint(ctx context.Context, inst *v1.Instance, fp string, whole bool) error {
+	ops := []map[string]any{{"op": "test", "path": "/metadata/uid", "value": inst.UID}}
+	if whole {
+		ops = append(ops, map[string]any{"op": "test", "path": "/status", "value": nil},
+			map[string]any{"op": "add", "path": "/status", "value": map[string]any{"keyFingerprint": fp}})
+	} else {
+		ops = append(ops, map[string]any{"op": "test", "path": "/status/keyFingerprint", "value": nil},
+			map[string]any{"op": "add", "path": "/status/keyFingerprint", "value": fp})
+	}
+	b, err := json.Marshal(ops)
+	if err != nil {
+		return err
+	}
+	return r.Client.Status().Patch(ctx, inst, client.RawPatch(types.JSONPatchType, b))
 }
 
 // sweep deletes the key Secrets of the Instance inst names but keep:
@@ -183,5 +227,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("instancekey").
 		For(&v1.Instance{}).
 		Watches(&corev1.Secret{}, toInstance).
+		// Every new Instance waits for its key before any node starts it:
+		// one worker minted a batch of 30 one after another (three
+		// requests each), most of the batch's apply→Ready.
+		WithOptions(controller.Options{MaxConcurrentReconciles: Workers}).
 		Complete(r)
 }
