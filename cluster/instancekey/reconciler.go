@@ -12,9 +12,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
@@ -153,6 +156,12 @@ func (r *Reconciler) writeStatus(ctx context.Context, inst *v1.Instance, fp stri
 		if err = r.firstFingerprint(ctx, inst, fp, whole); err != nil && !apierrors.IsNotFound(err) {
 			err = r.firstFingerprint(ctx, inst, fp, !whole)
 		}
+		if apierrors.IsInvalid(err) {
+			// Both tests failed: the Instance has a fingerprint (this
+			// reconcile read a cache that had not seen it) or is another
+			// one now. Its change brings a reconcile of its own.
+			return nil
+		}
 	} else {
 		patch := client.MergeFromWithOptions(inst.DeepCopy(), client.MergeFromWithOptimisticLock{})
 		inst.Status.KeyFingerprint = fp
@@ -213,6 +222,21 @@ func (r *Reconciler) event(obj *v1.Instance, typ, reason, action, note string, a
 	}
 }
 
+// keyInputsChanged passes an Instance's update only when something a key
+// decision reads changed: its rotate-key annotation, its deletion, its
+// fingerprint. The agent's own status writes (several per start, each
+// read by a cache that may not have seen the fingerprint yet) do not
+// wake the minter.
+var keyInputsChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+	o, ok1 := e.ObjectOld.(*v1.Instance)
+	n, ok2 := e.ObjectNew.(*v1.Instance)
+	if !ok1 || !ok2 {
+		return true
+	}
+	return o.UID != n.UID || o.Annotations[v1.AnnotationRotateKey] != n.Annotations[v1.AnnotationRotateKey] ||
+		!o.DeletionTimestamp.Equal(n.DeletionTimestamp) || o.Status.KeyFingerprint != n.Status.KeyFingerprint
+}}
+
 // SetupWithManager watches Instances and the key Secrets, mapped to their
 // Instance by label, so a Secret changed or deleted by hand is looked at.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
@@ -225,7 +249,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("instancekey").
-		For(&v1.Instance{}).
+		For(&v1.Instance{}, builder.WithPredicates(keyInputsChanged)).
 		Watches(&corev1.Secret{}, toInstance).
 		// Every new Instance waits for its key before any node starts it:
 		// one worker minted a batch of 30 one after another (three

@@ -48,7 +48,7 @@ func (h *harness) batchRounds(ctx context.Context, prefix string, size, rounds i
 	var pooled phase
 	var lat []time.Duration
 	began := map[string]time.Time{}
-	var agentSum, serverSum scrape
+	var agentSum, serverSum, selfSum scrape
 	var seats float64
 	trace := ""
 	if h.o.trace {
@@ -70,6 +70,7 @@ func (h *harness) batchRounds(ctx context.Context, prefix string, size, rounds i
 		ns := names(fmt.Sprintf("%s%d", prefix, round), size)
 		a0, _ := h.agentScrape()
 		s0, _ := h.serverScrape(ctx)
+		m0 := selfScrape()
 		p, err := h.measured(ctx, prefix, ns, served(1), func(n string) error {
 			return h.c.Create(ctx, benchInstance(n, "1", h.app))
 		})
@@ -78,7 +79,7 @@ func (h *harness) batchRounds(ctx context.Context, prefix string, size, rounds i
 		}
 		a1, _ := h.agentScrape()
 		s1, _ := h.serverScrape(ctx)
-		agentSum, serverSum = agentSum.plus(a1.minus(a0)), serverSum.plus(s1.minus(s0))
+		agentSum, serverSum, selfSum = agentSum.plus(a1.minus(a0)), serverSum.plus(s1.minus(s0)), selfSum.plus(selfScrape().minus(m0))
 		seats = s1.sum("apiserver_flowcontrol_nominal_limit_seats", map[string]string{"priority_level": agentLevel})
 		lat = append(lat, p.lat...)
 		for k, v := range p.began {
@@ -93,7 +94,7 @@ func (h *harness) batchRounds(ctx context.Context, prefix string, size, rounds i
 	}
 	pooled.P50, pooled.P90, pooled.P99 = percentiles(lat)
 	pooled.Reached, pooled.lat = len(lat), lat
-	return pooled, tl.rows(began), explain(agentSum, serverSum, seats, size*max(rounds, 1)), nil
+	return pooled, tl.rows(began), explain(agentSum, serverSum, selfSum, seats, size*max(rounds, 1)), nil
 }
 
 // plus is s and d added series by series (s may be nil).

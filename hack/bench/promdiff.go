@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"k8s.io/client-go/rest"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
 // Where a batch's time goes inside the agent and the API server: the
@@ -84,6 +85,32 @@ func (h *harness) serverScrape(ctx context.Context) (scrape, error) {
 	}
 	defer resp.Body.Close()
 	return parseScrape(resp.Body)
+}
+
+// selfScrape reads this process's client metrics (controller-runtime's
+// registry): the key minter's requests, the bench's own and the floor's;
+// only the minter's ever conflict.
+func selfScrape() scrape {
+	out := scrape{}
+	mfs, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		return out
+	}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			if m.GetCounter() == nil {
+				continue
+			}
+			s := sample{name: mf.GetName(), labels: map[string]string{}, value: m.GetCounter().GetValue()}
+			key := s.name
+			for _, l := range m.GetLabel() {
+				s.labels[l.GetName()] = l.GetValue()
+				key += "," + l.GetName() + "=" + l.GetValue()
+			}
+			out[key] = s
+		}
+	}
+	return out
 }
 
 // minus is s after minus before, series by series.
@@ -174,7 +201,7 @@ type where struct {
 // explain renders what the agent's and the API server's metrics say of
 // one batch of n: agent and server are their differences over it, seats
 // the priority level's seats at its end (a gauge).
-func explain(agent, server scrape, seats float64, n int) where {
+func explain(agent, server, self scrape, seats float64, n int) where {
 	var w where
 	add := func(format string, args ...any) { w.Lines = append(w.Lines, fmt.Sprintf(format, args...)) }
 	for _, c := range []string{"instance", "generation"} {
@@ -206,6 +233,11 @@ func explain(agent, server scrape, seats float64, n int) where {
 		}
 	}
 	add("API server 409 (conflict or exists) per Instance: %s", perN(conflicts, n))
+	for _, code := range []string{"409", "422"} {
+		m := map[string]string{"code": code}
+		add("%s per Instance by client: agent %s; key minter %s", code,
+			perN(agent.by("rest_client_requests_total", "method", m), n), perN(self.by("rest_client_requests_total", "method", m), n))
+	}
 	for _, verb := range []string{"POST", "PUT", "PATCH", "GET", "LIST"} {
 		m := map[string]string{"verb": verb}
 		if calls := server.sum("apiserver_request_duration_seconds_count", m); calls > 0 {
