@@ -1,16 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"net/http"
-	"regexp"
 	"sort"
-	"strconv"
-	"strings"
-
-	"k8s.io/client-go/rest"
 )
 
 // requestCounts is the API server's own count of requests by "VERB
@@ -18,52 +11,30 @@ import (
 // a phase's requests were, which the agent's client metric cannot.
 type requestCounts map[string]float64
 
-var labelRE = regexp.MustCompile(`(\w+)="([^"]*)"`)
-
-// apiserverRequests reads the API server's /metrics as an administrator.
+// apiserverRequests is the API server's apiserver_request_total, read
+// from its /metrics (serverScrape), summed by "VERB resource[/sub]".
 func (h *harness) apiserverRequests(ctx context.Context) (requestCounts, error) {
-	hc, err := rest.HTTPClientFor(h.env.Config)
+	sc, err := h.serverScrape(ctx)
 	if err != nil {
 		return nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(h.env.Config.Host, "/")+"/metrics", nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
+	return requestsOf(sc), nil
+}
+
+// requestsOf sums a scrape's apiserver_request_total by call.
+func requestsOf(sc scrape) requestCounts {
 	out := requestCounts{}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line, ok := strings.CutPrefix(sc.Text(), "apiserver_request_total{")
-		if !ok {
-			continue
-		}
-		end := strings.LastIndexByte(line, '}')
-		if end < 0 {
-			continue
-		}
-		l := map[string]string{}
-		for _, m := range labelRE.FindAllStringSubmatch(line[:end], -1) {
-			l[m[1]] = m[2]
-		}
-		if l["resource"] == "" {
+	for _, s := range sc {
+		if s.name != "apiserver_request_total" || s.labels["resource"] == "" {
 			continue // /healthz, /metrics and the like
 		}
-		key := l["verb"] + " " + l["resource"]
-		if l["subresource"] != "" {
-			key += "/" + l["subresource"]
+		key := s.labels["verb"] + " " + s.labels["resource"]
+		if sub := s.labels["subresource"]; sub != "" {
+			key += "/" + sub
 		}
-		v, err := strconv.ParseFloat(strings.TrimSpace(line[end+1:]), 64)
-		if err == nil {
-			out[key] += v
-		}
+		out[key] += s.value
 	}
-	return out, sc.Err()
+	return out
 }
 
 // perInstance is after minus before, divided by n, largest first; rows

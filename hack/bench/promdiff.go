@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -18,6 +19,9 @@ import (
 // Where a batch's time goes inside the agent and the API server: the
 // difference of their Prometheus metrics over the batch (queues, retries,
 // reconciles by result, client round trips, the priority level's queue).
+
+// labelRE takes a series' labels apart.
+var labelRE = regexp.MustCompile(`(\w+)="([^"]*)"`)
 
 // sample is one series of a Prometheus text exposition.
 type sample struct {
