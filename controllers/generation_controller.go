@@ -97,9 +97,14 @@ func (r *GenerationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		return ctrl.Result{}, nil
 	}
 	if v, ok := r.reboot.pending(gen); ok {
-		// Gone with the node's boot, which the API is yet to be told:
-		// never started or observed again, whatever it was.
-		return ctrl.Result{}, r.writeGoneWithBoot(ctx, gen, v)
+		if !terminated(gen) {
+			// Gone with the node's boot, which the API is yet to be told:
+			// never started or observed again, whatever it was. Until the
+			// cache shows the write it stays pending, so a reconcile that
+			// reads the cache as it was before never retires it on its own.
+			return ctrl.Result{}, r.writeGoneWithBoot(ctx, gen, v)
+		}
+		r.reboot.done(req.NamespacedName)
 	}
 	stopping := !gen.DeletionTimestamp.IsZero() || gen.Spec.Retired
 	if !stopping && goneWithBoot(gen) {
@@ -191,9 +196,11 @@ func (r *GenerationReconciler) start(ctx context.Context, s *generationScope) (c
 		return ctrl.Result{}, nil
 	}
 	if prev, ok := r.handedOff.Load(gen.UID); ok {
-		// Started by this process already; the cache had not caught up.
-		st := prev.(handoff).start
-		s.facts.prepared, s.facts.start, s.facts.now = &preparedFact{}, &st, r.Clock.Now()
+		// Started by this process already; the cache had not caught up,
+		// or the start was never reported (after a reboot the node
+		// serves first): what the start learned is written again.
+		h := prev.(handoff)
+		s.facts.prepared, s.facts.start, s.facts.now = &h.prepared, &h.start, r.Clock.Now()
 		return ctrl.Result{}, nil
 	}
 	g, err := ReadGrant(ctx, r.Client, inst.Namespace, gen.Spec.Template.User, r.NodeName)
@@ -232,9 +239,10 @@ func (r *GenerationReconciler) start(ctx context.Context, s *generationScope) (c
 		return ctrl.Result{}, notPrepared
 	}
 	ctrl.LoggerFrom(ctx).Info("prepared and started", kv...)
-	r.handedOff.Store(gen.UID, handoff{start: res.Start, at: s.facts.now})
-	s.facts.prepared = &preparedFact{fresh: true, unit: res.Unit, cgroup: res.Cgroup, warnings: res.Warnings}
-	s.facts.start = &res.Start
+	h := handoff{start: res.Start, at: s.facts.now,
+		prepared: preparedFact{fresh: true, unit: res.Unit, cgroup: res.Cgroup, warnings: res.Warnings}}
+	r.handedOff.Store(gen.UID, h)
+	s.facts.prepared, s.facts.start = &h.prepared, &h.start
 	return ctrl.Result{}, nil
 }
 
@@ -302,6 +310,9 @@ func (r *GenerationReconciler) probe(ctx context.Context, s *generationScope) (c
 type handoff struct {
 	start outcome.Start
 	at    time.Time
+	// prepared is what the start made on the node (unit, cgroup), which
+	// a start never reported must still write.
+	prepared preparedFact
 }
 
 // minProbeWait is the first wait between readiness probes.

@@ -73,7 +73,8 @@ func (p *rebootProof) pending(gen *v1.Generation) (boot.Verdict, bool) {
 	return p.verdict, ok && uid == gen.UID
 }
 
-// done: key's status says it went with the old boot, or key is gone.
+// done: key's status, as the cache reads it, says it went with the old
+// boot (or was proven gone before), or key is gone.
 func (p *rebootProof) done(key types.NamespacedName) {
 	if p == nil {
 		return
@@ -121,8 +122,6 @@ func (r *GenerationReconciler) writeGoneWithBoot(ctx context.Context, gen *v1.Ge
 	if err := patchStatus(wctx, r.Client, gen, before, true); err != nil {
 		return fmt.Errorf("write generation %d gone with the old boot: %w", gen.Spec.Number, err)
 	}
-	key := types.NamespacedName{Namespace: gen.Namespace, Name: gen.Name}
-	r.phases.set(key, gen.Status.Phase)
-	r.reboot.done(key)
+	r.phases.set(types.NamespacedName{Namespace: gen.Namespace, Name: gen.Name}, gen.Status.Phase)
 	return nil
 }

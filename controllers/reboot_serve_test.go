@@ -117,6 +117,11 @@ func TestRebootServesBeforeReporting(t *testing.T) {
 		c := condition(getGeneration(t, inst.Name, 1).Status.Conditions, v1.ConditionTerminated)
 		return c == "True/NodeRebooted", c
 	})
+	// The start made before any report still reports what it made: a
+	// check of the node finds the unit by this name.
+	if g := getGeneration(t, inst.Name, 2); g.Status.Unit == "" || g.Status.StartedAt == nil {
+		t.Errorf("generation 2 reported without its unit or start: %+v", g.Status)
+	}
 	if _, err := os.Stat(n.rec.PendingPath); !os.IsNotExist(err) {
 		t.Errorf("the reboot's record is kept once written: %v", err)
 	}
