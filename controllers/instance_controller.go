@@ -63,6 +63,9 @@ type InstanceReconciler struct {
 	// firstServes are the Instances adoption is still serving again after
 	// a reboot: left alone until it promoted or gave up.
 	firstServes *firstServes
+	// own is the agent's last write of each Instance, read in place of a
+	// cached version older than it (Client reads through it).
+	own *ownWrites
 }
 
 // +kubebuilder:rbac:groups=hosting.unitlet.dev,resources=instances,verbs=get;list;watch;update;patch
@@ -80,6 +83,7 @@ func (r *InstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_
 		if apierrors.IsNotFound(err) {
 			metrics.DeleteInstance(req.Namespace, req.Name)
 			r.restarts.forget(restartKeyPrefix(req.Namespace, req.Name))
+			r.own.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -139,8 +143,8 @@ func (r *InstanceReconciler) gateOpen(ctx context.Context, s *instanceScope) (ct
 
 // ensureFinalizer takes the lease, and reads the stable socket's path.
 func (r *InstanceReconciler) ensureFinalizer(ctx context.Context, s *instanceScope) (ctrl.Result, error) {
-	if controllerutil.AddFinalizer(s.inst, v1.Finalizer) {
-		if err := r.Client.Update(ctx, s.inst); err != nil {
+	if !controllerutil.ContainsFinalizer(s.inst, v1.Finalizer) {
+		if err := r.addFinalizer(ctx, s.inst); err != nil {
 			return ctrl.Result{}, err
 		}
 		s.patchBase = s.inst.DeepCopy()
@@ -156,6 +160,34 @@ func (r *InstanceReconciler) ensureFinalizer(ctx context.Context, s *instanceSco
 	s.servingHere()
 	return ctrl.Result{}, nil
 }
+
+// addFinalizer adds the lease on the version read. A conflict (the key
+// minter wrote the status meanwhile, as it does to every new Instance) is
+// tried again at once on the latest version, read uncached, a few times,
+// rather than after a failed reconcile's backoff of a second; on another
+// Instance of the name it is returned. inst ends as written.
+func (r *InstanceReconciler) addFinalizer(ctx context.Context, inst *v1.Instance) error {
+	for attempt := 1; ; attempt++ {
+		if !controllerutil.AddFinalizer(inst, v1.Finalizer) {
+			return nil
+		}
+		err := r.Client.Update(ctx, inst)
+		if !apierrors.IsConflict(err) || attempt == finalizerAttempts {
+			return err
+		}
+		fresh := &v1.Instance{}
+		if gerr := r.Reader.Get(ctx, client.ObjectKeyFromObject(inst), fresh); gerr != nil {
+			return fmt.Errorf("read the latest after a conflict: %w", gerr)
+		}
+		if fresh.UID != inst.UID {
+			return err
+		}
+		fresh.DeepCopyInto(inst)
+	}
+}
+
+// finalizerAttempts bounds addFinalizer's writes in one reconcile.
+const finalizerAttempts = 5
 
 // suspendIfAsked suspends instead of everything after it.
 func (r *InstanceReconciler) suspendIfAsked(ctx context.Context, s *instanceScope) (ctrl.Result, error) {
@@ -210,6 +242,8 @@ func (r *InstanceReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		clk = clock.RealClock{}
 	}
 	r.restarts = newRestartBackoff(cmp.Or(r.RestartBackoff.Initial, restartBackoffInitial), cmp.Or(r.RestartBackoff.Max, restartBackoffMax), clk)
+	r.own = &ownWrites{}
+	r.Client = &ownWritesClient{Client: r.Client, w: r.own}
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&v1.Instance{}).
 		Owns(&v1.Generation{}).
