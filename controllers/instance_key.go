@@ -75,12 +75,17 @@ func (r *GenerationReconciler) generationKey(ctx context.Context, inst *v1.Insta
 	if err != nil {
 		return "", err
 	}
-	// Uncached: after a move the predecessor ran on another node.
-	gens, err := listGenerations(ctx, r.Reader, inst)
-	if err != nil {
-		return "", keyUnavailable("instance key: the previous generation: %w", err)
+	predecessor := ""
+	if gen.Spec.Number > 1 {
+		// Uncached: after a move the predecessor ran on another node. The
+		// first generation has none: no list on a new Instance's start.
+		gens, err := listGenerations(ctx, r.Reader, inst)
+		if err != nil {
+			return "", keyUnavailable("instance key: the previous generation: %w", err)
+		}
+		predecessor = predecessorFingerprint(gens, gen.Spec.Number)
 	}
-	if err := instancekey.Check(key, annotations, want, predecessorFingerprint(gens, gen.Spec.Number)); err != nil {
+	if err := instancekey.Check(key, annotations, want, predecessor); err != nil {
 		return "", &keyError{reason: v1.ReasonInstanceKeyMismatch, err: fmt.Errorf("instance key: %w", err)}
 	}
 	ctrl.LoggerFrom(ctx).V(1).Info("instance key checked", "fingerprint", want)
