@@ -292,6 +292,9 @@ func (r *GenerationReconciler) probe(ctx context.Context, s *generationScope) (c
 		return ctrl.Result{RequeueAfter: r.ObserveEvery}, nil
 	}
 	err := r.Runtime.Probe(ctx, refOf(gen), readinessOf(&gen.Spec.Template))
+	if err != nil && s.facts.prepared != nil && s.facts.prepared.fresh {
+		err = r.probeFresh(ctx, gen)
+	}
 	timeout := readinessTimeout(&gen.Spec.Template)
 	startedAt := gen.Status.StartedAt
 	if s.facts.start != nil && s.facts.start.Kind == outcome.Running {
@@ -304,6 +307,30 @@ func (r *GenerationReconciler) probe(ctx context.Context, s *generationScope) (c
 		return ctrl.Result{RequeueAfter: r.probeWait(gen.UID)}, nil
 	}
 	return ctrl.Result{}, nil
+}
+
+// freshProbeBudget is how long a reconcile that has just started its
+// generation keeps probing before it writes the start: most apps bind
+// their socket within it, and then one status write says both Started
+// and Ready, and the Instance can promote one write and one requeue
+// sooner. A slower app costs its worker this much more, once.
+const freshProbeBudget = 30 * time.Millisecond
+
+// probeFresh probes a generation started by this reconcile again, after
+// 2, 4, 8 and 16 ms, until it answers or freshProbeBudget is spent.
+func (r *GenerationReconciler) probeFresh(ctx context.Context, gen *v1.Generation) error {
+	var err error
+	for wait := 2 * time.Millisecond; ; wait *= 2 {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+		err = r.Runtime.Probe(ctx, refOf(gen), readinessOf(&gen.Spec.Template))
+		if err == nil || 2*wait >= freshProbeBudget {
+			return err
+		}
+	}
 }
 
 // handoff is a start this process handed to the runtime, and when.
