@@ -115,8 +115,10 @@ func (s *instanceScope) promote(ctx context.Context, latest *v1.Generation) erro
 	metrics.ObserveSwap(string(s.inst.Spec.Strategy), "Promoted", s.r.Clock.Since(latest.CreationTimestamp.Time))
 	s.inst.Status.ActiveGeneration, s.inst.Status.Socket, s.inst.Status.NodeName = latest.Spec.Number, sock, s.r.NodeName
 	s.woken()
-	s.r.event(s.inst, corev1.EventTypeNormal, "Promoted", "Swap", "generation %d now serves %s", latest.Spec.Number, sock)
 	if active != nil {
+		// A swap's Event; an Instance's first generation serving is a
+		// normal step its Ready condition says, as a start's is.
+		s.r.event(s.inst, corev1.EventTypeNormal, "Promoted", "Swap", "generation %d now serves %s", latest.Spec.Number, sock)
 		if err := s.r.retireGeneration(ctx, s.inst, active, RetiredSuperseded); err != nil {
 			return err
 		}
