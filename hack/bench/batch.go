@@ -121,6 +121,9 @@ func (r *results) batchTable() string {
 	fmt.Fprintf(&b, "\nbatch of %d, %d rounds: where apply→Ready goes (the bench's watch; each stage's first sight)\n", r.Batch, r.BatchRounds)
 	fmt.Fprintf(&b, "the batch's API floor (user's create + the agent's 4 unavoidable writes in a row, raw client, no start): p50/p99 %.0f / %.0f ms\n",
 		1000*r.BatchFloorP50, 1000*r.BatchFloorP99)
+	c := r.BatchCreate
+	fmt.Fprintf(&b, "the last round's CPU: API server+etcd %.2f s, agent %.2f s, its units (shims, trampolines, apps) %.2f s, the bench process (clients, watches, key minter) %.2f s; cores %.0f%% busy over %.2f s\n",
+		c.ControlPlaneCPU, c.AgentCPU, c.UnitsCPU, c.BenchCPU, 100*c.MachineBusy, c.All)
 	b.WriteString(stageTable(r.BatchStages))
 	for _, l := range r.BatchWhere.Lines {
 		fmt.Fprintf(&b, "  %s\n", l)

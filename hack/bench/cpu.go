@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -53,4 +54,34 @@ func controlPlaneCPU() time.Duration {
 		}
 	}
 	return sum
+}
+
+// unitsCPU is the CPU time so far of everything in the agent's cgroup root
+// (shims, trampolines, apps): cgroup v1's cpuacct, or v2's cpu.stat; 0
+// where neither is found.
+func unitsCPU(root string) time.Duration {
+	if b, err := os.ReadFile(filepath.Join("/sys/fs/cgroup/cpuacct", root, "cpuacct.usage")); err == nil {
+		ns, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+		return time.Duration(ns)
+	}
+	for _, dir := range []string{filepath.Join("/sys/fs/cgroup/unified", root), filepath.Join("/sys/fs/cgroup", root)} {
+		b, err := os.ReadFile(filepath.Join(dir, "cpu.stat"))
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "usage_usec "); ok {
+				us, _ := strconv.ParseInt(v, 10, 64)
+				return time.Duration(us) * time.Microsecond
+			}
+		}
+	}
+	return 0
+}
+
+// selfCPU is this process's CPU time so far: the bench's clients and
+// watches, and the key minter it runs.
+func selfCPU() time.Duration {
+	cpu, _, _ := procUsage(os.Getpid())
+	return cpu
 }

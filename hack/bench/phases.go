@@ -223,7 +223,7 @@ func (h *harness) measured(ctx context.Context, name string, names []string, con
 	}
 	defer stop()
 	cpu0, _, _ := h.agentUsage()
-	cp0 := controlPlaneCPU()
+	cp0, units0, self0 := controlPlaneCPU(), unitsCPU(h.lay.CgroupRoot), selfCPU()
 	busy0, total0 := machineCPU()
 	req0, _ := h.apiRequests()
 	srv0, _ := h.apiserverRequests(ctx)
@@ -238,6 +238,7 @@ func (h *harness) measured(ctx context.Context, name string, names []string, con
 	cpu1, rss, _ := h.agentUsage()
 	busy1, total1 := machineCPU()
 	p.ControlPlaneCPU = (controlPlaneCPU() - cp0).Seconds()
+	p.UnitsCPU, p.BenchCPU = (unitsCPU(h.lay.CgroupRoot) - units0).Seconds(), (selfCPU() - self0).Seconds()
 	if total1 > total0 {
 		p.MachineBusy = (busy1 - busy0) / (total1 - total0)
 	}

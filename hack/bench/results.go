@@ -29,7 +29,12 @@ type phase struct {
 	// ControlPlaneCPU: kube-apiserver's and etcd's CPU seconds; MachineBusy:
 	// the share of all cores busy over the phase (1: none idle).
 	ControlPlaneCPU float64 `json:"controlPlaneCPUSeconds"`
-	MachineBusy     float64 `json:"machineBusy"`
+	// UnitsCPU: the CPU seconds of everything in the agent's cgroup root
+	// (shims, trampolines, apps); BenchCPU: the bench process's own (its
+	// clients and watches, the key minter).
+	UnitsCPU    float64 `json:"unitsCPUSeconds"`
+	BenchCPU    float64 `json:"benchCPUSeconds"`
+	MachineBusy float64 `json:"machineBusy"`
 	// ServerRequests: the API server's count per Instance by call, from
 	// every client (the bench's own: one create, patch or delete each).
 	ServerRequests []string `json:"serverRequestsPerInstance,omitempty"`
