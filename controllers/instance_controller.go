@@ -3,6 +3,7 @@ package controllers
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 
@@ -99,7 +100,8 @@ func (r *InstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_
 		computeInstanceStatus(inst, s.statusGenerations(gens), failedNote(s.note, retErr), retErr == nil)
 		wctx, cancel := writeContext(ctx)
 		defer cancel()
-		if err := statuswrite.Instance(wctx, r.Client, r.Reader, inst, s.patchBase); err != nil {
+		// Stale: not written, as the change that made it so reconciles.
+		if err := statuswrite.Instance(wctx, r.Client, r.Reader, inst, s.patchBase); err != nil && !errors.Is(err, statuswrite.ErrStale) {
 			retErr = joinErr(retErr, fmt.Errorf("patch instance status: %w", err))
 		}
 		if controllerutil.ContainsFinalizer(inst, v1.Finalizer) {

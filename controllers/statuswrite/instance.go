@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -24,6 +25,8 @@ import (
 // from base to inst are rebased onto the latest version, read from
 // latest (uncached), and written again under the same lock, a few times
 // at most; the last conflict is returned, for the reconcile to be retried.
+// A latest version changed in what the status was computed from is
+// ErrStale, and nothing is written.
 // A vanished Instance is no error. inst ends as what was written.
 func Instance(ctx context.Context, c client.Client, latest client.Reader, inst, base *v1.Instance) error {
 	if equality.Semantic.DeepEqual(base.Status, inst.Status) {
@@ -39,6 +42,9 @@ func Instance(ctx context.Context, c client.Client, latest client.Reader, inst, 
 		if err := latest.Get(ctx, client.ObjectKeyFromObject(inst), fresh); err != nil {
 			return fmt.Errorf("read the latest after a conflict: %w", err)
 		}
+		if inputsChanged(base, fresh) {
+			return ErrStale
+		}
 		base = fresh
 		fresh.DeepCopyInto(inst)
 		inst.Status = Rebase(*from, *mine, fresh.Status)
@@ -48,6 +54,21 @@ func Instance(ctx context.Context, c client.Client, latest client.Reader, inst, 
 		return err
 	})
 	return client.IgnoreNotFound(err)
+}
+
+// ErrStale: the Instance changed since base in what its status was
+// computed from (its spec, its deletion, its key: the key minter writes
+// every new Instance's as the agent writes its first status). Nothing is
+// written: laid over the latest, a status computed before the key came
+// would still say it waits for the key. That change's own event brings a
+// reconcile that computes the status afresh.
+var ErrStale = errors.New("statuswrite: the Instance changed since the status was computed")
+
+// inputsChanged: fresh differs from base in what the agent's status is
+// computed from. nodewatch's conditions are not: they are rebased.
+func inputsChanged(base, fresh *v1.Instance) bool {
+	return fresh.UID != base.UID || fresh.Generation != base.Generation ||
+		!fresh.DeletionTimestamp.Equal(base.DeletionTimestamp) || fresh.Status.KeyFingerprint != base.Status.KeyFingerprint
 }
 
 // Rebase is the agent's status mine, computed from base, laid over

@@ -1,13 +1,18 @@
 package statuswrite
 
 import (
+	"context"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
+	"github.com/unitlet/unitlet/internal/scheme"
 )
 
 func cond(typ string, status metav1.ConditionStatus, reason string) metav1.Condition {
@@ -83,6 +88,49 @@ func TestRebase(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			if diff := cmp.Diff(tc.want, Rebase(tc.base, tc.mine, tc.theirs)); diff != "" {
 				t.Errorf("Rebase (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestStaleInputsAreNotWritten: a status computed before the Instance's
+// spec, deletion or key changed is not laid over the latest version (it
+// would say, say, that it waits for a key it has); nodewatch's conditions
+// written meanwhile are rebased as before.
+func TestStaleInputsAreNotWritten(t *testing.T) {
+	mine := status(0, reconcSwapping)
+	tests := map[string]struct {
+		change  func(*v1.Instance)
+		wantErr error
+		want    v1.InstanceStatus
+	}{
+		"nodewatch's conditions: rebased and written": {
+			change: func(i *v1.Instance) { i.Status = status(0, readyLost) },
+			want:   status(0, readyLost, reconcSwapping)},
+		"the key minted meanwhile: not written": {
+			change:  func(i *v1.Instance) { i.Status.KeyFingerprint = "fp" },
+			wantErr: ErrStale, want: v1.InstanceStatus{KeyFingerprint: "fp"}},
+		"the spec changed meanwhile: not written": {
+			change:  func(i *v1.Instance) { i.Generation = 2 },
+			wantErr: ErrStale, want: v1.InstanceStatus{}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			stored := &v1.Instance{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "i", UID: "u1", Generation: 1}}
+			tc.change(stored)
+			c := fake.NewClientBuilder().WithScheme(scheme.New()).WithStatusSubresource(&v1.Instance{}).WithObjects(stored).Build()
+			base := &v1.Instance{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "i", UID: "u1", Generation: 1, ResourceVersion: "1"}}
+			inst := base.DeepCopy()
+			inst.Status = mine
+			if err := Instance(context.Background(), c, c, inst, base); !errors.Is(err, tc.wantErr) {
+				t.Fatalf("Instance: %v, want %v", err, tc.wantErr)
+			}
+			got := &v1.Instance{}
+			if err := c.Get(context.Background(), client.ObjectKeyFromObject(stored), got); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got.Status); diff != "" {
+				t.Errorf("status (-want,+got):\n%s", diff)
 			}
 		})
 	}
