@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -38,6 +39,18 @@ type Reconciler struct {
 	Reader       client.Reader
 	KeyNamespace string
 	Recorder     events.EventRecorder
+
+	// written is the fingerprint this minter wrote to each Instance (by
+	// UID) until its cache shows one: a reconcile in between (the new
+	// Secret's event wakes one) reads a version without it, and would
+	// otherwise mint or write again, to fail.
+	mu      sync.Mutex
+	written map[types.NamespacedName]writtenKey
+}
+
+type writtenKey struct {
+	uid types.UID
+	fp  string
 }
 
 // The Role in the key namespace only: no Secret elsewhere is read.
@@ -51,9 +64,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	inst := &v1.Instance{}
 	if err := r.Client.Get(ctx, req.NamespacedName, inst); err != nil {
 		if apierrors.IsNotFound(err) {
+			r.remember(req.NamespacedName, writtenKey{})
 			return ctrl.Result{}, r.sweep(ctx, req.NamespacedName, "")
 		}
 		return ctrl.Result{}, err
+	}
+	if r.behind(inst) {
+		return ctrl.Result{}, nil // the fingerprint written comes back, and reconciles
 	}
 	// A former Instance of the same name had another UID: its key goes.
 	if err := r.sweep(ctx, req.NamespacedName, instancekey.SecretName(inst.UID)); err != nil {
@@ -82,6 +99,34 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	return ctrl.Result{}, r.writeStatus(ctx, inst, p.fingerprint)
+}
+
+// behind: the cache's inst has no fingerprint yet, but this minter wrote
+// one to it; once it has one, what was written is forgotten.
+func (r *Reconciler) behind(inst *v1.Instance) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	key := client.ObjectKeyFromObject(inst)
+	w, ok := r.written[key]
+	if ok && (inst.Status.KeyFingerprint != "" || w.uid != inst.UID) {
+		delete(r.written, key)
+		return false
+	}
+	return ok
+}
+
+// remember records a fingerprint written; the zero writtenKey forgets.
+func (r *Reconciler) remember(key types.NamespacedName, w writtenKey) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if w == (writtenKey{}) {
+		delete(r.written, key)
+		return
+	}
+	if r.written == nil {
+		r.written = map[types.NamespacedName]writtenKey{}
+	}
+	r.written[key] = w
 }
 
 // secret is the Instance's key Secret, nil when there is none; with
@@ -150,11 +195,14 @@ func (r *Reconciler) writeStatus(ctx context.Context, inst *v1.Instance, fp stri
 	}
 	var err error
 	if inst.Status.KeyFingerprint == "" {
-		// The form that most likely fits first, then the other. A placed
-		// Instance's agent writes its first status at once: it is there
-		// by the time of this write although the version read (the
-		// Instance's creation) has none, in 94% of a batch of 30.
-		whole := equality.Semantic.DeepEqual(inst.Status, v1.InstanceStatus{}) && inst.Spec.NodeName == ""
+		// The form that fits the cache's latest version first (the agent
+		// may have written the first status since this reconcile read
+		// it), then the other.
+		latest := inst
+		if cur := (&v1.Instance{}); r.Client.Get(ctx, client.ObjectKeyFromObject(inst), cur) == nil && cur.UID == inst.UID {
+			latest = cur
+		}
+		whole := equality.Semantic.DeepEqual(latest.Status, v1.InstanceStatus{})
 		if err = r.firstFingerprint(ctx, inst, fp, whole); err != nil && !apierrors.IsNotFound(err) {
 			err = r.firstFingerprint(ctx, inst, fp, !whole)
 		}
@@ -163,6 +211,9 @@ func (r *Reconciler) writeStatus(ctx context.Context, inst *v1.Instance, fp stri
 			// reconcile read a cache that had not seen it) or is another
 			// one now. Its change brings a reconcile of its own.
 			return nil
+		}
+		if err == nil {
+			r.remember(client.ObjectKeyFromObject(inst), writtenKey{uid: inst.UID, fp: fp})
 		}
 	} else {
 		patch := client.MergeFromWithOptions(inst.DeepCopy(), client.MergeFromWithOptimisticLock{})

@@ -114,3 +114,40 @@ func TestKeyInputsChanged(t *testing.T) {
 		})
 	}
 }
+
+// TestBehindItsOwnWrite: a reconcile that reads the Instance before the
+// fingerprint this minter wrote came back does nothing (the new Secret's
+// event woke it: it would mint or write again, and fail); once the cache
+// has a fingerprint, or holds another Instance of the name, it decides.
+func TestBehindItsOwnWrite(t *testing.T) {
+	key := types.NamespacedName{Namespace: "default", Name: "i"}
+	read := func(uid types.UID, fp string) *v1.Instance {
+		return &v1.Instance{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, UID: uid},
+			Status: v1.InstanceStatus{KeyFingerprint: fp}}
+	}
+	tests := map[string]struct {
+		written bool
+		reads   []*v1.Instance
+		want    []bool
+	}{
+		"nothing written":                  {reads: []*v1.Instance{read("u1", "")}, want: []bool{false}},
+		"written, the cache behind":        {written: true, reads: []*v1.Instance{read("u1", ""), read("u1", "")}, want: []bool{true, true}},
+		"written, come back":               {written: true, reads: []*v1.Instance{read("u1", "fp"), read("u1", "")}, want: []bool{false, false}},
+		"another Instance of the name now": {written: true, reads: []*v1.Instance{read("u2", "")}, want: []bool{false}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			r := &Reconciler{}
+			if tc.written {
+				r.remember(key, writtenKey{uid: "u1", fp: "fp"})
+			}
+			var got []bool
+			for _, inst := range tc.reads {
+				got = append(got, r.behind(inst))
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("behind (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
