@@ -169,12 +169,13 @@ func (b *Direct) Start(ctx context.Context, spec Spec) outcome.Start {
 	if err != nil {
 		return notStarted(fmt.Errorf("units: %s: %w", unit, err))
 	}
+	b.pool.begin()
+	defer b.answered()
 	sh, err := b.handOff(job, args.Sched)
 	if err != nil {
 		return notStarted(fmt.Errorf("units: start shim for %s: %w", unit, err))
 	}
 	defer sh.report.Close()
-	defer b.refill()
 	if b.afterShim != nil {
 		b.afterShim(sh.pid)
 	}

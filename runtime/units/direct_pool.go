@@ -36,18 +36,27 @@ type warmShim struct {
 	state   syscall.WaitStatus // how it ended, set before done closes
 }
 
-// shimPool holds the idle shims; it is filled after each start, never
-// before the first, so a Direct that starts nothing spawns nothing.
+// shimPool holds the idle shims; it is filled once starts have been
+// quiet for refillQuiet, never before the first start, so a Direct that
+// starts nothing spawns nothing (direct_refill.go).
 type shimPool struct {
 	// leaveIdle: may a shim started idle leave IdleSched (probed once).
 	leaveIdle sync.Once
 	canLeave  bool
 
+	// clock times the quiet period before a refill (a fake in tests).
+	clock clock
+
 	mu      sync.Mutex
 	idle    []*warmShim
+	busy    int         // starts handed off and not yet answered
+	last    time.Time   // the last hand-off or answer
+	timer   func() bool // stops the armed quiet timer; nil when none
 	filling bool
 	closed  bool
 	fills   sync.WaitGroup
+	// spawned counts the shims the refill started (tests read it).
+	spawned int
 }
 
 // spawnShim starts a warm shim detached from the agent; for the pool
@@ -123,8 +132,9 @@ func (s *warmShim) dismiss() {
 
 // handOff gives job to an idle shim, or to a fresh one when none is idle
 // or the idle one is gone. On error nothing was handed off: no shim got a
-// whole job. The caller refills the pool once its start is answered: a
-// shim spawned meanwhile would take a core from the start it serves.
+// whole job. The pool refills only once starts are quiet (refillAfter):
+// a shim spawned meanwhile would take a core from the starts of the same
+// burst.
 func (b *Direct) handOff(job []byte, sched *shim.Sched) (*warmShim, error) {
 	if s := b.pool.take(); s != nil {
 		if s.lowPrio && sched != nil {
@@ -168,46 +178,6 @@ func (p *shimPool) take() *warmShim {
 	return s
 }
 
-// refill tops the pool up to warmShims in the background, once at a time.
-func (b *Direct) refill() {
-	p := &b.pool
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed || p.filling {
-		return
-	}
-	p.filling = true
-	p.fills.Add(1)
-	go func() {
-		defer p.fills.Done()
-		for {
-			p.mu.Lock()
-			if p.closed || len(p.idle) >= warmShims {
-				p.filling = false
-				p.mu.Unlock()
-				return
-			}
-			p.mu.Unlock()
-			s, err := b.spawnShim(true)
-			p.mu.Lock()
-			switch {
-			case err != nil:
-				p.filling = false
-				p.mu.Unlock()
-				b.cfg.Log.Info("warm shim not started", "err", err)
-				return
-			case p.closed:
-				p.filling = false
-				p.mu.Unlock()
-				s.dismiss()
-				return
-			}
-			p.idle = append(p.idle, s)
-			p.mu.Unlock()
-		}
-	}()
-}
-
 // Close ends the idle shims and keeps new ones from being made; starts
 // after it spawn their shim on the spot. Units and their shims keep
 // running. Safe to call more than once.
@@ -215,6 +185,10 @@ func (b *Direct) Close() {
 	p := &b.pool
 	p.mu.Lock()
 	p.closed = true
+	if p.timer != nil {
+		p.timer()
+		p.timer = nil
+	}
 	idle := p.idle
 	p.idle = nil
 	p.mu.Unlock()
