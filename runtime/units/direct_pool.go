@@ -51,6 +51,7 @@ type shimPool struct {
 	idle    []*warmShim
 	busy    int         // starts handed off and not yet answered
 	last    time.Time   // the last hand-off or answer
+	drained bool        // a start of this burst found no idle shim
 	timer   func() bool // stops the armed quiet timer; nil when none
 	filling bool
 	closed  bool
@@ -171,6 +172,7 @@ func (p *shimPool) take() *warmShim {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if len(p.idle) == 0 {
+		p.drained = true
 		return nil
 	}
 	s := p.idle[0]

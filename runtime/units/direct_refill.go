@@ -5,11 +5,15 @@ import (
 )
 
 // refillQuiet is how long no start may have been handed off or answered
-// before the pool refills. A refill shim is a Go process starting on the
-// node's cores: during a burst it slows the next start more than a warm
-// shim saves it (docs/reports/benchmarks.md, issue 32 part 5). Well below
-// the gap between starts applied one by one, well above the gap between
-// the starts of one burst.
+// before the pool refills: a refill shim is a Go process starting on the
+// node's cores, and during a burst it slows the next start (issue 32
+// part 5, docs/reports/benchmarks.md). Well below the gap between starts
+// applied one by one, well above the gap between the starts of one burst.
+//
+// A burst longer than the pool is the exception: once a start found the
+// pool empty, the pool refills at once until starts are quiet again, since
+// a start spawning its own shim pays the shim's start-up itself, which
+// costs it more than a shim starting beside it.
 const refillQuiet = 50 * time.Millisecond
 
 // clock is time for the refill's quiet period; tests fake it.
@@ -34,13 +38,20 @@ type poolState struct {
 	idle   int       // shims waiting for a job
 	busy   int       // starts handed off and not yet answered
 	last   time.Time // the last hand-off or answer
+	// drained: a start of this burst found the pool empty.
+	drained bool
 }
 
 // refillAfter decides whether to spawn a shim for the pool now (spawn),
 // or after wait (wait > 0: look again then), or not until a start ends
 // (neither: full, closed, or a start in flight, whose answer looks again).
 func refillAfter(s poolState, now time.Time, quiet time.Duration) (spawn bool, wait time.Duration) {
-	if s.closed || s.idle >= warmShims || s.busy > 0 {
+	switch {
+	case s.closed || s.idle >= warmShims:
+		return false, 0
+	case s.drained:
+		return true, 0
+	case s.busy > 0:
 		return false, 0
 	}
 	if quiet := s.last.Add(quiet).Sub(now); quiet > 0 {
@@ -57,12 +68,17 @@ func (p *shimPool) clk() clock {
 }
 
 // begin notes a start about to be handed off: no refill spawns until it
-// is answered and a quiet period has passed.
+// is answered and a quiet period has passed, unless the burst drained
+// the pool. A start after a quiet period begins a new burst.
 func (p *shimPool) begin() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	now := p.clk().Now()
+	if p.busy == 0 && now.Sub(p.last) >= refillQuiet {
+		p.drained = false
+	}
 	p.busy++
-	p.last = p.clk().Now()
+	p.last = now
 }
 
 // answered ends what begin started and looks at the pool again once the
@@ -77,7 +93,7 @@ func (b *Direct) answered() {
 }
 
 func (p *shimPool) state() poolState {
-	return poolState{closed: p.closed, idle: len(p.idle), busy: p.busy, last: p.last}
+	return poolState{closed: p.closed, idle: len(p.idle), busy: p.busy, last: p.last, drained: p.drained}
 }
 
 // lookLocked starts the refill when it is due, or arms one timer for when

@@ -40,6 +40,18 @@ func TestRefillAfter(t *testing.T) {
 		"closed": {
 			state: poolState{closed: true, last: t0}, now: t0.Add(time.Minute), want: want{},
 		},
+		"drained, a start in flight, answered just now": {
+			state: poolState{busy: 1, last: t0, drained: true}, now: t0, want: want{Spawn: true},
+		},
+		"drained, one idle": {
+			state: poolState{idle: 1, last: t0, drained: true}, now: t0, want: want{Spawn: true},
+		},
+		"drained, full": {
+			state: poolState{idle: warmShims, last: t0, drained: true}, now: t0, want: want{},
+		},
+		"drained, closed": {
+			state: poolState{closed: true, last: t0, drained: true}, now: t0, want: want{},
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			var got want
@@ -121,41 +133,53 @@ func counts(b *Direct) poolCounts {
 	return poolCounts{Spawned: b.pool.spawned, Idle: len(b.pool.idle), Filling: b.pool.filling}
 }
 
-// A burst of starts spawns no refill shim, however long it lasts, until
-// no start has come for refillQuiet; the starts after the warm shims ran
-// out spawn their own at once (they never wait for the clock).
+// A burst no longer than the pool spawns no refill shim, however long
+// it lasts, until no start has come for refillQuiet. A start that finds
+// the pool empty spawns its own shim at once (the clock stands still) and
+// the pool then refills without waiting for quiet.
 func TestDirectRefillWaitsForQuiet(t *testing.T) {
 	rootOnly(t)
 	e := newDEnv(t)
 	b := e.backend(t, 10*time.Second)
 	clk := &fakeClock{now: time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)}
 	b.pool.clock = clk
-	startRunning(t, e, b, "quiet", 1)
-	if diff := cmp.Diff(poolCounts{}, counts(b)); diff != "" {
-		t.Fatalf("right after the first start (-want,+got):\n%s", diff)
+	gen := int64(0)
+	start := func() {
+		gen++
+		startRunning(t, e, b, "quiet", gen)
 	}
-	clk.Advance(refillQuiet)
+	// The first start found the pool empty.
+	start()
 	idlePids(t, b)
 	if diff := cmp.Diff(poolCounts{Spawned: warmShims, Idle: warmShims}, waitFilled(t, b)); diff != "" {
-		t.Fatalf("after the first quiet period (-want,+got):\n%s", diff)
+		t.Fatalf("after the first start (-want,+got):\n%s", diff)
 	}
-	// A burst three times the quiet period long, never quiet for it.
-	const burst = warmShims + 4
-	for i := range burst {
-		startRunning(t, e, b, "quiet", int64(2+i))
-		clk.Advance(refillQuiet / 2)
+	clk.Advance(refillQuiet)
+	// A burst of warmShims starts, longer than the quiet period but
+	// never quiet for it.
+	for range warmShims {
+		start()
+		clk.Advance(refillQuiet - time.Nanosecond)
 	}
 	if diff := cmp.Diff(poolCounts{Spawned: warmShims}, counts(b)); diff != "" {
 		t.Fatalf("after the burst (-want,+got):\n%s", diff)
-	}
-	clk.Advance(refillQuiet/2 - time.Nanosecond)
-	if diff := cmp.Diff(poolCounts{Spawned: warmShims}, counts(b)); diff != "" {
-		t.Fatalf("just short of quiet (-want,+got):\n%s", diff)
 	}
 	clk.Advance(time.Nanosecond)
 	idlePids(t, b)
 	if diff := cmp.Diff(poolCounts{Spawned: 2 * warmShims, Idle: warmShims}, waitFilled(t, b)); diff != "" {
 		t.Fatalf("once quiet (-want,+got):\n%s", diff)
+	}
+	clk.Advance(refillQuiet)
+	// A burst one start longer than the pool: its last start spawns its
+	// own shim, then the refill runs with no quiet period.
+	for range warmShims + 1 {
+		start()
+	}
+	// The clock stood still since the burst began: only the drained
+	// pool can have started this refill.
+	idlePids(t, b)
+	if diff := cmp.Diff(poolCounts{Spawned: 3 * warmShims, Idle: warmShims}, waitFilled(t, b)); diff != "" {
+		t.Fatalf("after the refill of a drained pool (-want,+got):\n%s", diff)
 	}
 }
 
