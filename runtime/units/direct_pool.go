@@ -53,9 +53,12 @@ type shimPool struct {
 	last    time.Time   // the last hand-off or answer
 	drained bool        // a start of this burst found no idle shim
 	timer   func() bool // stops the armed quiet timer; nil when none
-	filling bool
-	closed  bool
-	fills   sync.WaitGroup
+	// timerGen names the armed timer, so one that fired as it was
+	// stopped does not clear the next.
+	timerGen int
+	filling  bool
+	closed   bool
+	fills    sync.WaitGroup
 	// spawned counts the shims the refill started (tests read it).
 	spawned int
 }

@@ -100,19 +100,30 @@ func (p *shimPool) state() poolState {
 // it may be. A running refill looks again before each shim itself.
 func (b *Direct) lookLocked() {
 	p := &b.pool
-	if p.filling || p.timer != nil {
+	if p.filling {
 		return
 	}
 	spawn, wait := refillAfter(p.state(), p.clk().Now(), refillQuiet)
 	switch {
 	case spawn:
+		// A drained pool does not wait for the quiet a timer was armed for.
+		if p.timer != nil {
+			p.timer()
+			p.timer = nil
+		}
 		p.filling = true
 		p.fills.Add(1)
 		go b.fill()
-	case wait > 0:
+	case wait > 0 && p.timer == nil:
+		p.timerGen++
+		gen := p.timerGen
 		p.timer = p.clk().AfterFunc(wait, func() {
 			p.mu.Lock()
 			defer p.mu.Unlock()
+			// Stopped, or replaced, after it fired: a stale look.
+			if p.timer == nil || p.timerGen != gen {
+				return
+			}
 			p.timer = nil
 			b.lookLocked()
 		})
