@@ -2,10 +2,11 @@ package main
 
 import (
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/unitlet/unitlet/runtime/cgroups"
 )
 
 // machineCPU is the machine's busy and total CPU time so far (/proc/stat),
@@ -57,26 +58,14 @@ func controlPlaneCPU() time.Duration {
 }
 
 // unitsCPU is the CPU time so far of everything in the agent's cgroup root
-// (shims, trampolines, apps): cgroup v1's cpuacct, or v2's cpu.stat; 0
-// where neither is found.
+// (shims, trampolines, apps), read as the node reads a unit's; 0 where
+// the root cannot be read.
 func unitsCPU(root string) time.Duration {
-	if b, err := os.ReadFile(filepath.Join("/sys/fs/cgroup/cpuacct", root, "cpuacct.usage")); err == nil {
-		ns, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
-		return time.Duration(ns)
+	st, err := cgroups.StatsAt("", root)
+	if err != nil {
+		return 0
 	}
-	for _, dir := range []string{filepath.Join("/sys/fs/cgroup/unified", root), filepath.Join("/sys/fs/cgroup", root)} {
-		b, err := os.ReadFile(filepath.Join(dir, "cpu.stat"))
-		if err != nil {
-			continue
-		}
-		for _, line := range strings.Split(string(b), "\n") {
-			if v, ok := strings.CutPrefix(line, "usage_usec "); ok {
-				us, _ := strconv.ParseInt(v, 10, 64)
-				return time.Duration(us) * time.Microsecond
-			}
-		}
-	}
-	return 0
+	return time.Duration(st.CPUUsageNanos)
 }
 
 // selfCPU is this process's CPU time so far: the bench's clients and
