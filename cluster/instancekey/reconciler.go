@@ -40,17 +40,12 @@ type Reconciler struct {
 	KeyNamespace string
 	Recorder     events.EventRecorder
 
-	// written is the fingerprint this minter wrote to each Instance (by
-	// UID) until its cache shows one: a reconcile in between (the new
+	// written is each Instance (by UID) this minter wrote a first
+	// fingerprint to, until its cache shows one: a reconcile in between (the new
 	// Secret's event wakes one) reads a version without it, and would
 	// otherwise mint or write again, to fail.
 	mu      sync.Mutex
-	written map[types.NamespacedName]writtenKey
-}
-
-type writtenKey struct {
-	uid types.UID
-	fp  string
+	written map[types.NamespacedName]types.UID
 }
 
 // The Role in the key namespace only: no Secret elsewhere is read.
@@ -64,7 +59,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	inst := &v1.Instance{}
 	if err := r.Client.Get(ctx, req.NamespacedName, inst); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.remember(req.NamespacedName, writtenKey{})
+			r.remember(req.NamespacedName, "")
 			return ctrl.Result{}, r.sweep(ctx, req.NamespacedName, "")
 		}
 		return ctrl.Result{}, err
@@ -107,26 +102,27 @@ func (r *Reconciler) behind(inst *v1.Instance) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	key := client.ObjectKeyFromObject(inst)
-	w, ok := r.written[key]
-	if ok && (inst.Status.KeyFingerprint != "" || w.uid != inst.UID) {
+	uid, ok := r.written[key]
+	if ok && (inst.Status.KeyFingerprint != "" || uid != inst.UID) {
 		delete(r.written, key)
 		return false
 	}
 	return ok
 }
 
-// remember records a fingerprint written; the zero writtenKey forgets.
-func (r *Reconciler) remember(key types.NamespacedName, w writtenKey) {
+// remember records that a fingerprint was written to the Instance of
+// uid at key; an empty uid forgets.
+func (r *Reconciler) remember(key types.NamespacedName, uid types.UID) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if w == (writtenKey{}) {
+	if uid == "" {
 		delete(r.written, key)
 		return
 	}
 	if r.written == nil {
-		r.written = map[types.NamespacedName]writtenKey{}
+		r.written = map[types.NamespacedName]types.UID{}
 	}
-	r.written[key] = w
+	r.written[key] = uid
 }
 
 // secret is the Instance's key Secret, nil when there is none; with
@@ -213,7 +209,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, inst *v1.Instance, fp stri
 			return nil
 		}
 		if err == nil {
-			r.remember(client.ObjectKeyFromObject(inst), writtenKey{uid: inst.UID, fp: fp})
+			r.remember(client.ObjectKeyFromObject(inst), inst.UID)
 		}
 	} else {
 		patch := client.MergeFromWithOptions(inst.DeepCopy(), client.MergeFromWithOptimisticLock{})

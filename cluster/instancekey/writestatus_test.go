@@ -139,7 +139,7 @@ func TestBehindItsOwnWrite(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			r := &Reconciler{}
 			if tc.written {
-				r.remember(key, writtenKey{uid: "u1", fp: "fp"})
+				r.remember(key, "u1")
 			}
 			var got []bool
 			for _, inst := range tc.reads {
