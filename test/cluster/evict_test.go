@@ -1,8 +1,10 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -123,7 +125,7 @@ func massInstance(t testing.TB, name string) *v1.Instance {
 func settleAfterAgentChange(t *testing.T, oldPod string, names []string, from int64, limit time.Duration) {
 	t.Helper()
 	seen := map[string]map[string]bool{} // generation → invocation IDs seen
-	started := time.Now()
+	started, shown := time.Now(), time.Now()
 	eventually(t, "a new agent pod Ready and every swap settled", limit, func() (bool, string) {
 		if state := newAgentReady(oldPod); state != "" {
 			return false, state
@@ -140,14 +142,23 @@ func settleAfterAgentChange(t *testing.T, oldPod string, names []string, from in
 				seen[g.Name][g.Status.InvocationID] = true
 			}
 		}
+		var first string
+		left := 0
 		for _, name := range names {
 			if why := unsettled(name, from, gens[name]); why != "" {
-				return false, why
+				first, left = cmp.Or(first, why), left+1
 			}
 		}
-		return true, ""
+		if left > 0 && time.Since(shown) > 30*time.Second {
+			// A slow settle shows its course, not only its last word.
+			shown = time.Now()
+			fmt.Printf("test/cluster: %s after the agent change, %d of %d not settled; %s\n",
+				time.Since(started).Round(time.Second), left, len(names), first)
+		}
+		return left == 0, first
 	})
 	fmt.Printf("test/cluster: new agent Ready and %d swaps settled %s after the agent change\n", len(names), time.Since(started).Round(100*time.Millisecond))
+	printSwapTimes(t, names, from, started)
 	for g, ids := range seen {
 		if len(ids) != 1 {
 			t.Errorf("%s started %d times: invocations %v", g, len(ids), ids)
@@ -369,4 +380,42 @@ func summary(t testutil.Tally) string {
 		by["generation "+strings.TrimSpace(gen)] += n
 	}
 	return fmt.Sprintf("%d requests, %d failed, answered by %v", t.Total(), t.Failed, by)
+}
+
+// printSwapTimes prints when, after since, the swaps of names from
+// generation from reached each step (the fastest, the median and the
+// slowest): where a slow settle spent its time. Conditions keep seconds.
+func printSwapTimes(t *testing.T, names []string, from int64, since time.Time) {
+	gens, err := generationsOf(names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := []struct {
+		what string
+		next bool
+		cond string
+	}{
+		{"the new generation Started", true, v1.ConditionStarted},
+		{"the new generation Ready", true, v1.ConditionReady},
+		{"the old generation Drained", false, v1.ConditionDrained},
+		{"the old generation Terminated", false, v1.ConditionTerminated},
+	}
+	for _, s := range steps {
+		var at []time.Duration
+		for _, name := range names {
+			g := gens[name][from]
+			if s.next {
+				g = gens[name][from+1]
+			}
+			if c := meta.FindStatusCondition(g.Status.Conditions, s.cond); c != nil && c.Status == metav1.ConditionTrue {
+				at = append(at, c.LastTransitionTime.Sub(since).Round(time.Second))
+			}
+		}
+		if len(at) == 0 {
+			fmt.Printf("test/cluster:   %s: none\n", s.what)
+			continue
+		}
+		slices.Sort(at)
+		fmt.Printf("test/cluster:   %s: %d, after %s / %s / %s (first, median, last)\n", s.what, len(at), at[0], at[len(at)/2], at[len(at)-1])
+	}
 }
