@@ -258,10 +258,15 @@ func leftOnNode(t *testing.T, name string) {
 
 func agentPod(t testing.TB) corev1.Pod {
 	t.Helper()
-	pods, err := agentPods()
-	if err != nil || len(pods) != 1 {
-		t.Fatalf("agent pods: %d, %v", len(pods), err)
-	}
+	var pods []corev1.Pod
+	// A step that rolled the DaemonSet may leave its old pod terminating
+	// a while (seen in the plugin step after envFrom's rollout): wait for
+	// the one.
+	eventually(t, "one agent pod", 2*time.Minute, func() (bool, string) {
+		var err error
+		pods, err = agentPods()
+		return err == nil && len(pods) == 1, fmt.Sprintf("agent pods: %d, %v", len(pods), err)
+	})
 	return pods[0]
 }
 
