@@ -25,7 +25,7 @@ func swapsUnderLoad(t *testing.T, inst *v1.Instance) {
 	// The guest's two emulated cores bound the requests a second, not the
 	// network: at half a core the app answered ~35 a second and the
 	// 10,000 took ~5 minutes; given both, it answers as the bare app does
-	// beside nginx (~90).
+	// beside nginx (~80-90; docs/reports/benchmarks.md).
 	inst.Spec.Template.Tier.CPU = resource.MustParse("2")
 	if err := k8s.Create(context.Background(), inst); err != nil {
 		t.Fatal(err)
