@@ -22,7 +22,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/api/resource"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/unitlet/unitlet/internal/testkit/testutil"
 )
@@ -55,6 +57,9 @@ type options struct {
 }
 
 func main() {
+	// The key minter runs in this process through controller-runtime,
+	// whose logger otherwise prints a stack trace mid-run: quiet here.
+	ctrllog.SetLogger(logr.Discard())
 	var o options
 	flag.IntVar(&o.n, "n", 1000, "Instances applied in one go")
 	flag.IntVar(&o.batch, "batch", 30, "Instances of the latency batch")
