@@ -246,6 +246,9 @@ func (r *InstanceReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.restarts = newRestartBackoff(cmp.Or(r.RestartBackoff.Initial, restartBackoffInitial), cmp.Or(r.RestartBackoff.Max, restartBackoffMax), clk)
 	r.own = &ownWrites{}
 	r.Client = &ownWritesClient{Client: r.Client, w: r.own}
+	if err := indexHost(context.Background(), mgr); err != nil {
+		return fmt.Errorf("index instances by host: %w", err)
+	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&v1.Instance{}).
 		Owns(&v1.Generation{}).

@@ -88,17 +88,35 @@ func (s *instanceScope) releaseAllHosts(ctx context.Context) error {
 	return nil
 }
 
+// indexInstanceHost indexes the cached Instances by spec.host, so a
+// claim's event finds its claimants without copying every Instance: on a
+// node of N, a mass create or reboot makes N claim events.
+const indexInstanceHost = "spec.host"
+
+// indexHost registers indexInstanceHost with the manager's cache.
+func indexHost(ctx context.Context, mgr ctrl.Manager) error {
+	return mgr.GetFieldIndexer().IndexField(ctx, &v1.Instance{}, indexInstanceHost, instanceHost)
+}
+
+// instanceHost is an Instance's key in indexInstanceHost.
+func instanceHost(o client.Object) []string {
+	if i, ok := o.(*v1.Instance); ok && i.Spec.Host != "" {
+		return []string{i.Spec.Host}
+	}
+	return nil
+}
+
 // claimants are the node's Instances that name claim's host: a claim
 // deleted wakes those waiting for it.
 func (r *InstanceReconciler) claimants(ctx context.Context, claim client.Object) []reconcile.Request {
 	var list v1.InstanceList
-	if err := r.Client.List(ctx, &list); err != nil {
+	if err := r.Client.List(ctx, &list, client.MatchingFields{indexInstanceHost: claim.GetName()}); err != nil {
 		ctrl.LoggerFrom(ctx).Info("host claim changed; the node's instances cannot be listed", "host", claim.GetName(), "error", err.Error())
 		return nil
 	}
 	var out []reconcile.Request
 	for _, i := range list.Items {
-		if i.Spec.Host == claim.GetName() && i.Spec.NodeName == r.NodeName {
+		if i.Spec.NodeName == r.NodeName {
 			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&i)})
 		}
 	}

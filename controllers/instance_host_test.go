@@ -1,14 +1,18 @@
 package controllers
 
 import (
+	"context"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	crfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
+	"github.com/unitlet/unitlet/internal/scheme"
 )
 
 // claimOf is host's claim held by the Instance ns/name (uid) on node.
@@ -116,6 +120,42 @@ func TestHostInUseMessage(t *testing.T) {
 			}
 			if strings.Contains(got, "/") {
 				t.Errorf("message %q names a namespace/name", got)
+			}
+		})
+	}
+}
+
+func TestClaimants(t *testing.T) {
+	onNode := func(node string) func(*v1.Instance) { return func(i *v1.Instance) { i.Spec.NodeName = node } }
+	withHost := func(h string) func(*v1.Instance) { return func(i *v1.Instance) { i.Spec.Host = h } }
+	tests := map[string]struct {
+		instances []*v1.Instance
+		want      []reconcile.Request
+	}{
+		"none names the host": {instances: []*v1.Instance{instance("a"), instance("b")}},
+		"the node's Instance naming it": {
+			instances: []*v1.Instance{instance("a"), instance("b", withHost("shop.example.com"))},
+			want:      []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: "default", Name: "b"}}},
+		},
+		"another node's is not this agent's to wake": {
+			instances: []*v1.Instance{instance("b", withHost("shop.example.com"), onNode("elsewhere"))},
+		},
+		"every one waiting for it": {
+			instances: []*v1.Instance{instance("b", withHost("shop.example.com")), instance("c", withHost("shop.example.com"))},
+			want: []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: "default", Name: "b"}},
+				{NamespacedName: types.NamespacedName{Namespace: "default", Name: "c"}}},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			b := crfake.NewClientBuilder().WithScheme(scheme.New()).WithIndex(&v1.Instance{}, indexInstanceHost, instanceHost)
+			for _, i := range tc.instances {
+				b = b.WithObjects(i)
+			}
+			r := &InstanceReconciler{Client: b.Build(), NodeName: testNode}
+			got := r.claimants(context.Background(), claimOf("shop.example.com", "default", "b", "u-b", testNode))
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("claimants (-want,+got):\n%s", diff)
 			}
 		})
 	}
