@@ -19,6 +19,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
+	"github.com/unitlet/unitlet/internal/lazylog"
 	"github.com/unitlet/unitlet/internal/scheme"
 	"github.com/unitlet/unitlet/internal/version"
 )
@@ -40,8 +41,9 @@ func Main(args []string) int {
 }
 
 // newLogger builds the logger the --zap-* flags describe: JSON at info by
-// default, console at debug with --zap-devel.
-func newLogger(o *zap.Options) logr.Logger { return zap.New(zap.UseFlagOptions(o)) }
+// default, console at debug with --zap-devel; values added to it are
+// encoded only for a line written (lazylog).
+func newLogger(o *zap.Options) logr.Logger { return lazylog.Wrap(zap.New(zap.UseFlagOptions(o))) }
 
 // Run starts the manager for opts and blocks until ctx ends.
 func Run(ctx context.Context, opts Options, log logr.Logger) error {

@@ -32,6 +32,7 @@ import (
 	"github.com/unitlet/unitlet/cluster/moves"
 	"github.com/unitlet/unitlet/cluster/nodewatch"
 	"github.com/unitlet/unitlet/cluster/placement"
+	"github.com/unitlet/unitlet/internal/lazylog"
 	"github.com/unitlet/unitlet/internal/logflags"
 	"github.com/unitlet/unitlet/internal/scheme"
 	"github.com/unitlet/unitlet/internal/version"
@@ -44,7 +45,7 @@ func Main(args []string) int {
 		fmt.Fprintf(os.Stderr, "unitlet cluster: %v\n", err)
 		return 2
 	}
-	log := zap.New(zap.UseFlagOptions(&o.zap))
+	log := lazylog.Wrap(zap.New(zap.UseFlagOptions(&o.zap)))
 	ctrl.SetLogger(log)
 	if _, _, err := approval.Parse(o.approveNodes); err != nil {
 		fmt.Fprintf(os.Stderr, "unitlet cluster: %v\n", err)
