@@ -41,19 +41,19 @@ type Adopter struct {
 	// proof is what a reboot proved, shared with the Generation
 	// reconciler, which writes it.
 	proof *rebootProof
-	// serving holds the Instances serveFirst is still promoting, for the
-	// Instance reconciler to leave alone.
-	serving *firstServes
-	// done closes when adoption is over: the reconcilers wait for it, so
-	// a fence it restores from the cache never undoes a newer promotion.
-	done chan struct{}
+	// instances and generations hold the reconcilers' work until
+	// adoption is over, so a fence it restores from the cache never
+	// undoes a newer promotion; instances also holds each Instance
+	// serveFirst is still promoting.
+	instances, generations *parking
 }
 
 // Start implements manager.Runnable.
 func (a *Adopter) Start(ctx context.Context) error {
-	if a.done != nil {
-		defer close(a.done)
-	}
+	defer func() {
+		a.generations.open()
+		a.instances.open()
+	}()
 	if !a.Cache.WaitForCacheSync(ctx) {
 		return nil // stopping
 	}
@@ -193,21 +193,3 @@ func (a *Adopter) event(typ, reason, note string, args ...any) {
 	}
 	a.Recorder.Eventf(enr, nil, typ, reason, "Adopt", note, args...)
 }
-
-// adoptionOver reports whether the Adopter has finished (always, when
-// there is none).
-func adoptionOver(done <-chan struct{}) bool {
-	if done == nil {
-		return true
-	}
-	select {
-	case <-done:
-		return true
-	default:
-		return false
-	}
-}
-
-// adoptionWait is how soon a reconcile that came before the end of
-// adoption looks again.
-const adoptionWait = 200 * time.Millisecond

@@ -27,7 +27,7 @@ import (
 // from what this start handed them (GenerationReconciler.handedOff), on
 // their workers and within the API's budget; the Instance reconciler
 // leaves an Instance alone until its promotion here is done or given up
-// (firstServes). Whatever does not fit the plain case is left to them
+// (parking). Whatever does not fit the plain case is left to them
 // from the start.
 
 // serveFirstBudget bounds how long a generation adoption started is
@@ -40,45 +40,6 @@ const serveFirstBudget = 30 * time.Second
 // 16 and 32 served all in the same time: the starts' CPU bounds it on
 // two cores, not how many run at once.
 const serveWorkers = workers
-
-// firstServes are the Instances whose new generation adoption started and
-// has neither promoted nor given up yet. The Instance reconciler leaves
-// them alone meanwhile, so that this promotion never undoes one of its
-// own (a template changed during the reboot). Nil holds nothing.
-type firstServes struct {
-	mu   sync.Mutex
-	held map[types.NamespacedName]bool
-}
-
-func (f *firstServes) hold(k types.NamespacedName) {
-	if f == nil {
-		return
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.held == nil {
-		f.held = map[types.NamespacedName]bool{}
-	}
-	f.held[k] = true
-}
-
-func (f *firstServes) release(k types.NamespacedName) {
-	if f == nil {
-		return
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	delete(f.held, k)
-}
-
-func (f *firstServes) holds(k types.NamespacedName) bool {
-	if f == nil {
-		return false
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.held[k]
-}
 
 // servable is an Instance to serve again and the number its new
 // generation takes.
@@ -173,17 +134,17 @@ func (a *Adopter) serveFirst(ctx context.Context) {
 			defer workersDone.Done()
 			for s := range work {
 				key := types.NamespacedName{Namespace: s.inst.Namespace, Name: s.inst.Name}
-				a.serving.hold(key)
+				a.instances.hold(key)
 				gen := a.startAgain(ctx, s, &t)
 				if gen == nil {
-					a.serving.release(key)
+					a.instances.release(key)
 					continue
 				}
 				started.Add(1)
 				probes.Add(1)
 				go func() {
 					defer probes.Done()
-					defer a.serving.release(key)
+					defer a.instances.release(key)
 					if a.Starter.promoteWhenReady(ctx, gen) {
 						serving.Add(1)
 					}

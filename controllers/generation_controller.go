@@ -31,8 +31,9 @@ import (
 // start → observe → probe, and retire → prove. Status is computed in one
 // place and patched once per reconcile.
 type GenerationReconciler struct {
-	// adopted closes once the node's adoption is over (nil: none).
-	adopted  <-chan struct{}
+	// parked sets reconciles aside until the node's adoption is over
+	// (nil: none).
+	parked   *parking
 	Client   client.Client
 	Reader   client.Reader // uncached, for Secrets and ConfigMaps
 	Runtime  node.Runtime
@@ -82,8 +83,8 @@ type GenerationReconciler struct {
 // of phases that gather facts, and one status computed from them
 // (generationStatus) and patched once.
 func (r *GenerationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
-	if !adoptionOver(r.adopted) {
-		return ctrl.Result{RequeueAfter: adoptionWait}, nil
+	if r.parked.park(req.NamespacedName) {
+		return ctrl.Result{}, nil // woken once adoption is over
 	}
 	gen := &v1.Generation{}
 	if err := r.Client.Get(ctx, req.NamespacedName, gen); err != nil {

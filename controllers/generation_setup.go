@@ -69,6 +69,11 @@ func (r *GenerationReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.Gate = hostgate.Always{}
 	}
 	events := make(chan event.TypedGenericEvent[*v1.Generation], 64)
+	if r.parked != nil {
+		r.parked.wake = wakeOn(events, func(k types.NamespacedName) *v1.Generation {
+			return &v1.Generation{ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name}}
+		})
+	}
 	go forwardEvents(r.Runtime.Events(), events, r.RoleEvents)
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1.Generation{}).

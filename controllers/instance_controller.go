@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -35,9 +36,10 @@ import (
 // are computed in one place (computeInstanceStatus, a setter per
 // condition) and the status patched once, in a defer.
 type InstanceReconciler struct {
-	// adopted closes once the node's adoption is over (nil: none).
-	adopted <-chan struct{}
-	Client  client.Client
+	// parked sets reconciles aside until the node's adoption is over, and
+	// while adoption serves the Instance first (nil: none).
+	parked *parking
+	Client client.Client
 	// Reader reads the Secrets and ConfigMaps a seed or sidecar's envFrom
 	// names, uncached (the agent caches none of them).
 	Reader   client.Reader
@@ -61,9 +63,6 @@ type InstanceReconciler struct {
 	// reboot is what a reboot proved that the API is yet to be told (nil:
 	// no boot record kept).
 	reboot *rebootProof
-	// firstServes are the Instances adoption is still serving again after
-	// a reboot: left alone until it promoted or gave up.
-	firstServes *firstServes
 	// own is the agent's last write of each Instance, read in place of a
 	// cached version older than it (Client reads through it).
 	own *ownWrites
@@ -76,8 +75,8 @@ type InstanceReconciler struct {
 
 // Reconcile reads as the list of phases an Instance goes through.
 func (r *InstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
-	if !adoptionOver(r.adopted) || r.firstServes.holds(req.NamespacedName) {
-		return ctrl.Result{RequeueAfter: adoptionWait}, nil
+	if r.parked.park(req.NamespacedName) {
+		return ctrl.Result{}, nil // woken once adoption is over with it
 	}
 	inst := &v1.Instance{}
 	if err := r.Client.Get(ctx, req.NamespacedName, inst); err != nil {
@@ -256,6 +255,13 @@ func (r *InstanceReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&v1.HostClaim{}, handler.EnqueueRequestsFromMapFunc(r.claimants))
 	if r.RoleEvents != nil {
 		b = b.WatchesRawSource(source.Channel(r.RoleEvents, &handler.TypedEnqueueRequestForObject[*v1.Instance]{}))
+	}
+	if r.parked != nil {
+		woken := make(chan event.TypedGenericEvent[*v1.Instance], 64)
+		r.parked.wake = wakeOn(woken, func(k types.NamespacedName) *v1.Instance {
+			return &v1.Instance{ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name}}
+		})
+		b = b.WatchesRawSource(source.Channel(woken, &handler.TypedEnqueueRequestForObject[*v1.Instance]{}))
 	}
 	return b.Named("instance").
 		WithOptions(controllerOptions()).

@@ -56,15 +56,15 @@ func SetupHosting(mgr ctrl.Manager, h Hosting) error {
 	roleEvents := make(chan event.TypedGenericEvent[*v1.Instance], 64)
 	// Adoption first: it restores each Instance's fence from the cache,
 	// which must not undo a promotion a reconcile made meanwhile.
-	adopted := make(chan struct{})
+	instances, generations := newParking(nil), newParking(nil) // each controller's setup gives its wake
 	gens := &GenerationReconciler{
 		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Runtime: h.Runtime, NodeName: h.NodeName, KeyNamespace: keyNS,
-		Recorder: h.Recorder, Gate: h.Gate, Grace: h.Grace, ProbeInterval: h.ProbeInterval, ObserveEvery: h.ObserveEvery, RoleEvents: roleEvents, adopted: adopted,
+		Recorder: h.Recorder, Gate: h.Gate, Grace: h.Grace, ProbeInterval: h.ProbeInterval, ObserveEvery: h.ObserveEvery, RoleEvents: roleEvents, parked: generations,
 	}
 	adopter := &Adopter{
 		Client: mgr.GetClient(), Cache: mgr.GetCache(), Runtime: h.Runtime, NodeName: h.NodeName,
-		Recorder: h.Recorder, Grace: h.Grace, Log: mgr.GetLogger().WithName("adopt"), Boot: h.Boot, Starter: gens, done: adopted,
-		serving: &firstServes{},
+		Recorder: h.Recorder, Grace: h.Grace, Log: mgr.GetLogger().WithName("adopt"), Boot: h.Boot, Starter: gens,
+		instances: instances, generations: generations,
 	}
 	if h.Boot != nil {
 		// A reboot's proof is written by the Generation reconciler, after
@@ -77,8 +77,8 @@ func SetupHosting(mgr ctrl.Manager, h Hosting) error {
 	}
 	if err := (&InstanceReconciler{
 		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Runtime: h.Runtime, NodeName: h.NodeName, KeyNamespace: keyNS,
-		Recorder: h.Recorder, Gate: h.Gate, RoleEvents: roleEvents, RestartBackoff: h.RestartBackoff, adopted: adopted,
-		reboot: adopter.proof, firstServes: adopter.serving,
+		Recorder: h.Recorder, Gate: h.Gate, RoleEvents: roleEvents, RestartBackoff: h.RestartBackoff, parked: instances,
+		reboot: adopter.proof,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("instance controller: %w", err)
 	}
