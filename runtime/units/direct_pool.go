@@ -100,11 +100,11 @@ func (b *Direct) spawnShim(idle bool) (*warmShim, error) {
 	}
 	// The shim is the agent's child until the agent dies: reap it.
 	s := &warmShim{pid: cmd.Process.Pid, lowPrio: lowPrio, job: jw, report: rr, done: make(chan struct{})}
-	go func() {
-		s.state, _ = reapChild(cmd.Process.Pid) // an error leaves a zero status: "exit 0", never a refusal
+	onReaped(cmd.Process.Pid, func(ws syscall.WaitStatus, _ error) {
+		s.state = ws // an error leaves a zero status: "exit 0", never a refusal
 		cmd.Process.Release()
 		close(s.done)
-	}()
+	})
 	return s, nil
 }
 

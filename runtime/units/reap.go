@@ -2,42 +2,52 @@ package units
 
 import (
 	"errors"
-	"os"
 	"strconv"
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/unitlet/unitlet/runtime/evloop"
 )
 
-// reapChild waits until pid, a child of this process, has ended, reaps it
-// and returns how it ended. The wait is on the child's pidfd through Go's
-// poller: a node's thousand shims, each the agent's child until the agent
-// restarts, then hold a parked goroutine each and no OS thread (os/exec's
-// Wait blocks one in waitid per child: a thousand threads).
-func reapChild(pid int) (syscall.WaitStatus, error) {
-	var ws unix.WaitStatus
+// onReaped reaps pid, a child of this process, once it has ended and
+// calls done with how it ended. The wait is the child's pidfd in the
+// process's one event loop: a node's thousand shims, each the agent's
+// child until the agent restarts, then hold neither an OS thread each
+// (os/exec's Wait blocks one in waitid per child) nor a goroutine and
+// its stack. Without a pidfd (a kernel before 5.3) a goroutine waits.
+func onReaped(pid int, done func(syscall.WaitStatus, error)) {
 	fd, err := unix.PidfdOpen(pid, unix.PIDFD_NONBLOCK)
 	if err != nil {
-		// No pidfd (a kernel before 5.3): a thread waits.
-		_, err := wait4(pid, &ws, 0)
-		return syscall.WaitStatus(ws), err
+		go func() { done(waitBlocking(pid)) }()
+		return
 	}
-	f := os.NewFile(uintptr(fd), "pidfd")
-	defer f.Close()
-	rc, err := f.SyscallConn()
+	loop, err := evloop.Shared()
+	if err == nil {
+		// A pidfd turns readable once its process has ended.
+		_, err = loop.Add(fd, func(r *evloop.Reg) {
+			var ws unix.WaitStatus
+			wpid, werr := wait4(pid, &ws, unix.WNOHANG)
+			if werr == nil && wpid == 0 {
+				_ = r.Rearm() // not ended after all
+				return
+			}
+			r.Stop()
+			unix.Close(fd)
+			done(syscall.WaitStatus(ws), werr)
+		})
+	}
 	if err != nil {
-		_, err := wait4(pid, &ws, 0)
-		return syscall.WaitStatus(ws), err
+		unix.Close(fd)
+		go func() { done(waitBlocking(pid)) }()
 	}
-	var werr error
-	// A pidfd turns readable once its process has ended; until then the
-	// callback's false parks the goroutine on the poller.
-	err = rc.Read(func(uintptr) bool {
-		var wpid int
-		wpid, werr = wait4(pid, &ws, unix.WNOHANG)
-		return werr != nil || wpid == pid
-	})
-	return syscall.WaitStatus(ws), errors.Join(err, werr)
+}
+
+// waitBlocking waits for pid in a blocking wait4 (a thread of its own).
+func waitBlocking(pid int) (syscall.WaitStatus, error) {
+	var ws unix.WaitStatus
+	_, err := wait4(pid, &ws, 0)
+	return syscall.WaitStatus(ws), err
 }
 
 // wait4 is unix.Wait4 retried on EINTR.

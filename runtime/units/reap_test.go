@@ -3,6 +3,7 @@ package units
 import (
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -10,11 +11,11 @@ import (
 	"time"
 )
 
-// Children waited for hold no OS thread each (the agent waits for every
-// shim it started), and each one's end is read back right.
+// Children waited for hold no OS thread and no goroutine each (the agent
+// waits for every shim it started), and each one's end is read back right.
 func TestReapChildHoldsNoThread(t *testing.T) {
 	const n = 100
-	threads0 := threadCount(t)
+	threads0, goroutines0 := threadCount(t), runtime.NumGoroutine()
 	type reaped struct {
 		ws  syscall.WaitStatus
 		err error
@@ -30,10 +31,7 @@ func TestReapChildHoldsNoThread(t *testing.T) {
 			t.Fatal(err)
 		}
 		cmds = append(cmds, cmd)
-		go func() {
-			ws, err := reapChild(cmd.Process.Pid)
-			results <- reaped{ws, err}
-		}()
+		onReaped(cmd.Process.Pid, func(ws syscall.WaitStatus, err error) { results <- reaped{ws, err} })
 	}
 	first := <-results // the one that exits on its own
 	if first.err != nil || !first.ws.Exited() || first.ws.ExitStatus() != 7 {
@@ -42,6 +40,9 @@ func TestReapChildHoldsNoThread(t *testing.T) {
 	time.Sleep(200 * time.Millisecond) // every waiter parked
 	if grown := threadCount(t) - threads0; grown > n/4 {
 		t.Errorf("%d more threads while %d children are waited for, want (about) none", grown, n-1)
+	}
+	if grown := runtime.NumGoroutine() - goroutines0; grown > n/4 {
+		t.Errorf("%d more goroutines while %d children are waited for, want (about) none", grown, n-1)
 	}
 	for _, cmd := range cmds[1:] {
 		_ = cmd.Process.Kill()
