@@ -42,3 +42,5 @@ func (d disabled) KillAndEmpty(_ context.Context, child string) Proof {
 func (d disabled) WatchEmpty(context.Context, string) (<-chan struct{}, error) {
 	return nil, d.err()
 }
+
+func (d disabled) OnEmpty(context.Context, string, func()) error { return d.err() }

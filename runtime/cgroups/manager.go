@@ -75,6 +75,9 @@ type Manager interface {
 	KillAndEmpty(ctx context.Context, child string) Proof
 	// WatchEmpty returns a channel closed once child is seen empty.
 	WatchEmpty(ctx context.Context, child string) (<-chan struct{}, error)
+	// OnEmpty calls fn once child is seen empty (see WatchEmpty), as a
+	// callback rather than a goroutine waiting on a channel.
+	OnEmpty(ctx context.Context, child string, fn func()) error
 	// Populated says whether child holds a process: where the kernel
 	// keeps a populated flag (cgroup2's cgroup.events), one small read
 	// rather than a walk of every hierarchy's process lists.

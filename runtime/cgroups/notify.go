@@ -20,10 +20,11 @@ type notifier struct {
 	subs map[int32]map[*subscription]struct{} // by watch descriptor
 }
 
-// subscription is one watch's interest in one file: C holds a token
-// whenever the file changed since the watch last looked.
+// subscription is one watch's interest in one file: fn runs, on the
+// reader's goroutine, whenever the file changed. It must be short, and it
+// may cancel its own subscription.
 type subscription struct {
-	C  chan struct{}
+	fn func()
 	n  *notifier
 	wd int32
 }
@@ -38,9 +39,9 @@ var shared = sync.OnceValue(func() *notifier {
 	return n
 })
 
-// subscribe watches path for modification; nil when it cannot (no
+// subscribe calls fn whenever path is modified; nil when it cannot (no
 // inotify, or path is gone), and the caller polls instead.
-func subscribe(path string) *subscription {
+func subscribe(path string, fn func()) *subscription {
 	n := shared()
 	if n == nil || path == "" {
 		return nil
@@ -53,7 +54,7 @@ func subscribe(path string) *subscription {
 	if err != nil {
 		return nil
 	}
-	s := &subscription{C: make(chan struct{}, 1), n: n, wd: int32(wd)}
+	s := &subscription{fn: fn, n: n, wd: int32(wd)}
 	if n.subs[s.wd] == nil {
 		n.subs[s.wd] = map[*subscription]struct{}{}
 	}
@@ -84,6 +85,7 @@ func (s *subscription) cancel() {
 // life of the process.
 func (n *notifier) read() {
 	buf := make([]byte, 64*(unix.SizeofInotifyEvent+unix.NAME_MAX+1))
+	var due []func()
 	for {
 		k, err := n.f.Read(buf)
 		if err != nil {
@@ -92,14 +94,12 @@ func (n *notifier) read() {
 			}
 			continue
 		}
+		due = due[:0]
 		n.mu.Lock()
 		for off := 0; off+unix.SizeofInotifyEvent <= k; {
 			ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[off]))
 			for s := range n.subs[ev.Wd] {
-				select {
-				case s.C <- struct{}{}:
-				default: // a token is waiting already
-				}
+				due = append(due, s.fn)
 			}
 			if ev.Mask&unix.IN_IGNORED != 0 {
 				delete(n.subs, ev.Wd) // removed by the kernel: the file is gone
@@ -107,5 +107,10 @@ func (n *notifier) read() {
 			off += unix.SizeofInotifyEvent + int(ev.Len)
 		}
 		n.mu.Unlock()
+		// Outside mu: a callback may cancel its subscription.
+		for _, fn := range due {
+			fn()
+		}
+		clear(due)
 	}
 }

@@ -3,6 +3,7 @@ package cgroups
 import (
 	"context"
 	"os"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -135,4 +136,47 @@ func inotifyFDs(t *testing.T) int {
 		}
 	}
 	return k
+}
+
+// A notified watch holds no goroutine while it waits, calls back once the
+// child empties, and never after its ctx ended.
+func TestOnEmptyHoldsNoGoroutine(t *testing.T) {
+	cfg := testConfig(t)
+	m := newManager(t, cfg, "onempty", Tier{}).(*instance)
+	if m.d.eventsFile(m.rel("")) == "" {
+		t.Skip("no cgroup.events here: the watch polls")
+	}
+	g1, _ := m.CreateGeneration(1, Tier{})
+	g2, _ := m.CreateGeneration(2, Tier{})
+	h1 := spawnIn(t, m, g1, "exec sleep 1000", 1)
+	h2 := spawnIn(t, m, g2, "exec sleep 1000", 1)
+	before := runtime.NumGoroutine()
+	fired := make(chan string, 4)
+	if err := m.OnEmpty(context.Background(), g1, func() { fired <- g1 }); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := m.OnEmpty(ctx, g2, func() { fired <- g2 }); err != nil {
+		t.Fatal(err)
+	}
+	// One: the process's shared inotify reader, started by the first.
+	if grown := runtime.NumGoroutine() - before; grown > 1 {
+		t.Errorf("%d goroutines more while two watches wait, want at most the shared reader", grown)
+	}
+	cancel()
+	_ = h1.cmd.Process.Kill()
+	_ = h2.cmd.Process.Kill()
+	select {
+	case got := <-fired:
+		if got != g1 {
+			t.Fatalf("fired for %s, want %s (the other's ctx ended)", got, g1)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("watch did not fire after the last process exited")
+	}
+	select {
+	case got := <-fired:
+		t.Fatalf("fired again, for %s", got)
+	case <-time.After(300 * time.Millisecond):
+	}
 }

@@ -11,6 +11,13 @@ import (
 // process exited or was killed). It ends with ctx: the Node's life, cut
 // short when the slot is let go of.
 func (n *Node) watch(ctx context.Context, ref Ref, p layout.Slot) {
+	if b, ok := n.cfg.Backend.(emptyNotifier); ok {
+		// A callback: a node's thousand settled slots hold no goroutine.
+		if err := b.OnEmpty(ctx, p, func() { n.send(ref) }); err != nil {
+			n.cfg.Log.Info("no event watch", "unit", p.UnitName(), "err", err)
+		}
+		return
+	}
 	empty, err := n.cfg.Backend.WatchEmpty(ctx, p)
 	if err != nil {
 		n.cfg.Log.Info("no event watch", "unit", p.UnitName(), "err", err)
@@ -23,6 +30,12 @@ func (n *Node) watch(ctx context.Context, ref Ref, p layout.Slot) {
 		case <-ctx.Done():
 		}
 	}()
+}
+
+// emptyNotifier is a backend that calls back once a slot's cgroup is
+// empty (the direct backend) instead of closing a channel.
+type emptyNotifier interface {
+	OnEmpty(ctx context.Context, p layout.Slot, fn func()) error
 }
 
 // pendingRefs is a set of slots waiting for delivery: a burst of exits

@@ -80,6 +80,16 @@ func (b *Direct) WatchEmpty(ctx context.Context, p layout.Slot) (<-chan struct{}
 	return m.WatchEmpty(ctx, child)
 }
 
+// OnEmpty calls fn once p's cgroup is empty (the manager's watch), with
+// no goroutine waiting for it.
+func (b *Direct) OnEmpty(ctx context.Context, p layout.Slot, fn func()) error {
+	m, child, err := b.child(p)
+	if err != nil {
+		return err
+	}
+	return m.OnEmpty(ctx, child, fn)
+}
+
 func (b *Direct) child(p layout.Slot) (cgroups.Manager, string, error) {
 	m, err := b.Manager(p.Instance())
 	if err != nil {
