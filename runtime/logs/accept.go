@@ -4,6 +4,8 @@ import (
 	"net"
 	"os"
 	"sync"
+
+	"github.com/unitlet/unitlet/runtime/evloop"
 )
 
 // acceptor serves every connection to one unix socket in a goroutine of
@@ -11,6 +13,7 @@ import (
 // what was read to be handed on.
 type acceptor struct {
 	ln     *net.UnixListener
+	reg    *evloop.Reg // the accept wait in the event loop; nil: a goroutine's
 	wg     sync.WaitGroup
 	mu     sync.Mutex
 	conns  map[net.Conn]struct{}
@@ -33,10 +36,23 @@ func listenUnix(path string) (*acceptor, error) {
 	return &acceptor{ln: ln, conns: map[net.Conn]struct{}{}}, nil
 }
 
-// start accepts until stop, calling serve for each connection, which it
-// closes after serve returns.
+// start accepts until stop, calling serve for each connection (in a
+// goroutine of its own), which it closes after serve returns. The wait for
+// a connection is the process's event loop's, not a goroutine per socket:
+// a node's thousand log sockets are rarely connected to.
 func (a *acceptor) start(serve func(net.Conn)) {
 	a.serve = serve
+	if loop, err := evloop.Shared(); err == nil {
+		// Tracked from the loop's callback; stop removes the
+		// registration, waiting for a callback in progress, before
+		// anyone waits on wg.
+		if a.reg, err = loop.OnAccept(a.ln, func(c net.Conn) {
+			a.track(c)
+			go a.serveOne(c)
+		}); err == nil {
+			return
+		}
+	}
 	a.wg.Add(1)
 	go func() {
 		defer a.wg.Done()
@@ -64,8 +80,9 @@ func (a *acceptor) serveOne(c net.Conn) {
 }
 
 // track counts c as served until serveOne ends. Its caller holds a
-// count of its own on wg (the accept loop's, or drain's caller's), so a
-// Wait begun after stop still covers c. A connection tracked after cut
+// count of its own on wg (the accept loop's, or drain's caller's), or is
+// the event loop's callback, which stop waits for, so a Wait begun after
+// stop still covers c. A connection tracked after cut
 // is cut at once.
 func (a *acceptor) track(c net.Conn) {
 	a.mu.Lock()
@@ -82,6 +99,9 @@ func (a *acceptor) track(c net.Conn) {
 // process that connected, wrote and ended before the accept loop got to
 // it left its bytes in a connection only an accept reaches.
 func (a *acceptor) stop() (bool, error) {
+	if a.reg != nil {
+		a.reg.Remove()
+	}
 	a.drain()
 	a.mu.Lock()
 	defer a.mu.Unlock()

@@ -6,6 +6,8 @@ import (
 	"os"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/unitlet/unitlet/runtime/evloop"
 )
 
 // FIFOSize is the pipe buffer a log FIFO asks for: what an app may write
@@ -60,7 +62,10 @@ func OpenFIFO(path string, nonblock bool) (int, error) {
 	return fd, nil
 }
 
-// readFIFO serves the pipe at path (made if absent) until Close.
+// readFIFO serves the pipe at path (made if absent) until Close: from the
+// process's event loop, a reader starting only while the pipe has
+// something to read (a quiet app's pipe costs no goroutine), else from a
+// goroutine of its own.
 func (l *Listener) readFIFO(path string) error {
 	if err := MakeFIFO(path); err != nil {
 		return fmt.Errorf("log fifo: %w", err)
@@ -68,6 +73,13 @@ func (l *Listener) readFIFO(path string) error {
 	fd, err := OpenFIFO(path, true)
 	if err != nil {
 		return fmt.Errorf("log fifo: %w", err)
+	}
+	if loop, err := evloop.Shared(); err == nil {
+		l.fifoLines = &splitter{max: l.opts.MaxLine, emit: l.emit}
+		if l.fifoReg, err = loop.Add(fd, func(r *evloop.Reg) { l.fifoReady(r, fd) }); err == nil {
+			l.fifoFD = fd
+			return nil
+		}
 	}
 	// Non-blocking: os.NewFile puts it on the poller, and Close ends a
 	// read in progress.
@@ -79,4 +91,34 @@ func (l *Listener) readFIFO(path string) error {
 		splitLines(f, l.opts.MaxLine, l.emit)
 	}()
 	return nil
+}
+
+// fifoReady reads what the pipe holds in a goroutine (writing the lines
+// may wait on the disk; the loop must not), then waits on the loop again.
+// Close removes the registration before it waits on wg, so the count is
+// taken before any wait.
+func (l *Listener) fifoReady(r *evloop.Reg, fd int) {
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		readAvailable(fd, l.fifoLines)
+		_ = r.Rearm()
+	}()
+}
+
+// closeFIFO stops reading the pipe, waits for a read in progress (with
+// the listener's other readers) and emits what is left of a last line.
+func (l *Listener) closeFIFO(wait func()) {
+	switch {
+	case l.fifoReg != nil:
+		l.fifoReg.Remove()
+		wait()
+		unix.Close(l.fifoFD)
+		l.fifoLines.end()
+	case l.fifo != nil:
+		l.fifo.Close()
+		wait()
+	default:
+		wait()
+	}
 }

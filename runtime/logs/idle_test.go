@@ -2,10 +2,13 @@ package logs
 
 import (
 	"net"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Quiet connections hold no read buffer: 300 apps connected and silent
@@ -52,4 +55,35 @@ func TestQuietConnectionsHoldNoBuffer(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Fatalf("the line sent after the quiet spell never arrived; got %v", capt.all())
+}
+
+// Quiet listeners, socket and FIFO, hold no goroutine each: their waits
+// are the event loop's. A line written to one still arrives.
+func TestQuietListenersHoldNoGoroutine(t *testing.T) {
+	file, err := OpenRotating(filepath.Join(t.TempDir(), "app.log"), 1<<20, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { file.Close() })
+	fifoListener(t, t.TempDir(), file).Close() // the loop started
+	before := runtime.NumGoroutine()
+	const n = 50
+	dirs := make([]string, n)
+	for i := range n {
+		dirs[i] = t.TempDir()
+		l := fifoListener(t, dirs[i], file)
+		t.Cleanup(func() { l.Close() })
+	}
+	if grown := runtime.NumGoroutine() - before; grown > n/10 {
+		t.Errorf("%d goroutines more for %d quiet listeners, want (about) none", grown, n)
+	}
+	app, err := OpenFIFO(filepath.Join(dirs[n-1], "g3.fifo"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(app)
+	if _, err := unix.Write(app, []byte("still here\n")); err != nil {
+		t.Fatal(err)
+	}
+	fileLines(t, file.Path(), 1)
 }

@@ -8,10 +8,12 @@ import (
 	"errors"
 	"net"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
 
+	"github.com/unitlet/unitlet/runtime/evloop"
 	"github.com/unitlet/unitlet/runtime/layout"
 )
 
@@ -57,8 +59,17 @@ type Options struct {
 type Listener struct {
 	*acceptor
 	opts Options
-	log  logr.Logger
-	fifo *os.File
+	// log carries the labels; built on first use: a node's thousand quiet
+	// slots each kept one (a logger with its encoded fields) for lines
+	// that rarely come.
+	log     logr.Logger
+	logOnce sync.Once
+	// The FIFO: read from the event loop (fifoReg, fifoFD, fifoLines: the
+	// line in progress across reads), else by a goroutine over fifo.
+	fifo      *os.File
+	fifoReg   *evloop.Reg
+	fifoFD    int
+	fifoLines *splitter
 }
 
 // Listen binds path (mode 0600: only the agent and the trampoline, before
@@ -75,15 +86,6 @@ func Listen(path string, opts Options) (*Listener, error) {
 		return nil, err
 	}
 	l := &Listener{acceptor: a, opts: opts}
-	lb := opts.Labels
-	l.log = opts.Logger.WithValues("namespace", lb.Namespace, "name", lb.Name, "host", lb.Host,
-		"role", string(lb.Role), "generation", lb.Generation)
-	if lb.Sidecar != "" {
-		l.log = l.log.WithValues("sidecar", lb.Sidecar)
-	}
-	if lb.Stream != "" {
-		l.log = l.log.WithValues("stream", lb.Stream)
-	}
 	if opts.FIFO != "" {
 		if err := l.readFIFO(opts.FIFO); err != nil {
 			a.ln.Close()
@@ -92,6 +94,22 @@ func Listen(path string, opts Options) (*Listener, error) {
 	}
 	l.start(func(c net.Conn) { splitLines(c, l.opts.MaxLine, l.emit) })
 	return l, nil
+}
+
+// logger is the agent's log with the listener's labels.
+func (l *Listener) logger() logr.Logger {
+	l.logOnce.Do(func() {
+		lb := l.opts.Labels
+		l.log = l.opts.Logger.WithValues("namespace", lb.Namespace, "name", lb.Name, "host", lb.Host,
+			"role", string(lb.Role), "generation", lb.Generation)
+		if lb.Sidecar != "" {
+			l.log = l.log.WithValues("sidecar", lb.Sidecar)
+		}
+		if lb.Stream != "" {
+			l.log = l.log.WithValues("stream", lb.Stream)
+		}
+	})
+	return l.log
 }
 
 // Path is the socket's path.
@@ -106,12 +124,12 @@ func (l *Listener) emit(text string) {
 	switch {
 	case errors.As(err, &drop):
 		if drop.First {
-			l.log.Error(err, "log file not writable: dropping lines until it is", "reason", drop.Reason)
+			l.logger().Error(err, "log file not writable: dropping lines until it is", "reason", drop.Reason)
 		}
 	case err != nil:
-		l.log.Error(err, "writing log file")
+		l.logger().Error(err, "writing log file")
 	}
-	l.log.Info("output", "line", text)
+	l.logger().Info("output", "line", text)
 }
 
 // Close stops accepting, closes open connections and its end of the FIFO,
@@ -123,9 +141,6 @@ func (l *Listener) Close() error {
 		return nil
 	}
 	l.cut()
-	if l.fifo != nil {
-		l.fifo.Close()
-	}
-	l.wg.Wait()
+	l.closeFIFO(l.wg.Wait)
 	return err
 }

@@ -40,6 +40,23 @@ func splitLines(r io.Reader, max int, emit func(text string)) {
 	}
 }
 
+// readAvailable feeds s what the non-blocking fd holds now, a pooled
+// buffer at a time, until it has no more.
+func readAvailable(fd int, s *splitter) {
+	buf := readBufs.Get().(*[]byte)
+	defer readBufs.Put(buf)
+	for {
+		n, err := unix.Read(fd, *buf)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if n <= 0 || err != nil {
+			return
+		}
+		s.feed((*buf)[:n])
+	}
+}
+
 // blockingRead reads r into a pooled buffer, held while the read waits.
 func blockingRead(r io.Reader) func() (*[]byte, int, error) {
 	return func() (*[]byte, int, error) {
