@@ -5,6 +5,7 @@
 package control
 
 import (
+	"context"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
@@ -13,10 +14,11 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
-	"time"
+	"sync"
 
 	"github.com/go-logr/logr"
 
+	"github.com/unitlet/unitlet/runtime/evloop"
 	"github.com/unitlet/unitlet/runtime/instancefs"
 )
 
@@ -57,9 +59,24 @@ type errorReply struct {
 }
 
 // Handler is the control API with authentication in front of every route.
+// The routes are one ServeMux for every generation, each request carrying
+// its generation's Config: a mux per generation cost a node ~2 MiB of
+// heap per thousand.
 func Handler(cfg Config) http.Handler {
+	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		routes().ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), cfgKey{}, &cfg)))
+	})
+	return authenticate(cfg, next)
+}
+
+type cfgKey struct{}
+
+// routes is the control API's one ServeMux; a route finds its
+// generation's Config in the request's context (Handler puts it there).
+var routes = sync.OnceValue(func() *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/instance", func(w http.ResponseWriter, r *http.Request) {
+		cfg := r.Context().Value(cfgKey{}).(*Config)
 		state := "unknown"
 		if cfg.State != nil {
 			state = cfg.State()
@@ -67,33 +84,37 @@ func Handler(cfg Config) http.Handler {
 		reply(w, http.StatusOK, InstanceReply{Identity: cfg.Identity, State: state})
 	})
 	mux.HandleFunc("PUT /v1/schedules", func(w http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
-		if err != nil {
-			reply(w, http.StatusRequestEntityTooLarge, errorReply{"body over 1 MiB"})
-			return
-		}
-		if !json.Valid(body) {
-			reply(w, http.StatusBadRequest, errorReply{"body is not JSON"})
-			return
-		}
-		if cfg.Fence == nil {
-			reply(w, http.StatusConflict, errorReply{ErrNotServing.Error()})
-			return
-		}
-		err = cfg.Fence(func() error {
-			return instancefs.WriteAtomic(cfg.Dir, cfg.SchedulesFile, body, 0o600)
-		})
-		switch {
-		case errors.Is(err, ErrNotServing):
-			reply(w, http.StatusConflict, errorReply{err.Error()})
-		case err != nil:
-			cfg.Logger.Error(err, "storing schedules")
-			reply(w, http.StatusInternalServerError, errorReply{"storing schedules failed"})
-		default:
-			w.WriteHeader(http.StatusNoContent)
-		}
+		putSchedules(w, r, r.Context().Value(cfgKey{}).(*Config))
 	})
-	return authenticate(cfg, mux)
+	return mux
+})
+
+func putSchedules(w http.ResponseWriter, r *http.Request, cfg *Config) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
+	if err != nil {
+		reply(w, http.StatusRequestEntityTooLarge, errorReply{"body over 1 MiB"})
+		return
+	}
+	if !json.Valid(body) {
+		reply(w, http.StatusBadRequest, errorReply{"body is not JSON"})
+		return
+	}
+	if cfg.Fence == nil {
+		reply(w, http.StatusConflict, errorReply{ErrNotServing.Error()})
+		return
+	}
+	err = cfg.Fence(func() error {
+		return instancefs.WriteAtomic(cfg.Dir, cfg.SchedulesFile, body, 0o600)
+	})
+	switch {
+	case errors.Is(err, ErrNotServing):
+		reply(w, http.StatusConflict, errorReply{err.Error()})
+	case err != nil:
+		cfg.Logger.Error(err, "storing schedules")
+		reply(w, http.StatusInternalServerError, errorReply{"storing schedules failed"})
+	default:
+		w.WriteHeader(http.StatusNoContent)
+	}
 }
 
 // authenticate lets a request through only with the instance's current
@@ -123,12 +144,18 @@ func reply(w http.ResponseWriter, code int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-// Server is a control server bound to its socket.
+// Server is a generation's control socket, served by the process's one
+// HTTP server (see mux.go).
 type Server struct {
-	ln   net.Listener
-	path string
-	srv  *http.Server
-	done chan struct{}
+	ln         net.Listener
+	path       string
+	handler    http.Handler
+	reg        *evloop.Reg   // the accept wait in the event loop; nil: acceptDone's goroutine
+	acceptDone chan struct{} // closed once the fallback accept goroutine ended
+
+	mu     sync.Mutex
+	conns  map[net.Conn]struct{} // handed to the shared server, not yet closed
+	closed bool
 }
 
 // Listen binds path with owner uid:gid and mode 0660 (owner and socket
@@ -146,16 +173,8 @@ func Listen(stage, path string, uid, gid int, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{
-		ln:   ln,
-		path: path,
-		srv:  &http.Server{Handler: Handler(cfg), ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second},
-		done: make(chan struct{}),
-	}
-	go func() {
-		defer close(s.done)
-		_ = s.srv.Serve(ln)
-	}()
+	s := &Server{ln: ln, path: path, handler: Handler(cfg), conns: map[net.Conn]struct{}{}}
+	s.serve()
 	return s, nil
 }
 
@@ -165,8 +184,19 @@ func (s *Server) Path() string { return s.path }
 // Close stops serving, drops open connections and removes the socket's
 // name (never following it: the app may have swapped it).
 func (s *Server) Close() error {
-	err := s.srv.Close()
-	<-s.done
+	if s.reg != nil {
+		s.reg.Remove() // no connection is handed over after this
+	}
+	err := s.ln.Close()
+	if s.acceptDone != nil {
+		<-s.acceptDone
+	}
+	s.mu.Lock()
+	s.closed = true
+	for c := range s.conns {
+		c.Close()
+	}
+	s.mu.Unlock()
 	if d, derr := instancefs.OpenDir(filepath.Dir(s.path)); derr == nil {
 		_ = instancefs.RemoveBeneath(d, filepath.Base(s.path))
 		d.Close()
