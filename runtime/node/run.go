@@ -160,7 +160,7 @@ func (n *Node) startRun(ctx context.Context, ref Ref, req RunRequest) (res RunRe
 		return res, p, nil
 	}
 	n.mu.Lock()
-	in.slots[ref] = &slot{res: pr}
+	in.slots[ref] = slotOf(pr, nil)
 	n.mu.Unlock()
 	n.cfg.Log.Info("run started", "unit", p.UnitName(), "generation", req.Generation, "pid", res.Start.MainPID)
 	return res, p, closeStreams

@@ -123,7 +123,7 @@ func (n *Node) Start(ctx context.Context, req StartRequest) StartResult {
 	}
 	wctx, cancel := context.WithCancel(n.life)
 	n.mu.Lock()
-	in.slots[req.Ref] = &slot{res: pr, watch: cancel}
+	in.slots[req.Ref] = slotOf(pr, cancel)
 	n.mu.Unlock()
 	n.watch(wctx, req.Ref, p)
 	n.cfg.Log.Info("started", "unit", res.Unit, "outcome", res.Start.Kind.String(), "pid", res.Start.MainPID)
