@@ -119,7 +119,10 @@ func (e *PopulatedError) Error() string {
 // detects the mode from cfg.MountRoot and creates nothing; with no cgroup
 // file system it returns an error that wraps ErrNoDelegation.
 func New(cfg Config, namespace, name string) (Manager, error) {
-	mode, h, err := detect(cfg.MountRoot)
+	// Once per process and mount root: per call it read the node's
+	// whole mount table (v1) and kept a copy of its hierarchies for each
+	// of a node's thousand Instances.
+	mode, h, err := detectOnce(cfg.MountRoot)
 	if err != nil {
 		return nil, err
 	}
