@@ -1,3 +1,5 @@
+//go:build linux
+
 package evloop
 
 import (
@@ -14,7 +16,7 @@ func loop(t *testing.T) *Loop {
 	t.Helper()
 	l, err := New()
 	if err != nil {
-		t.Skip(err)
+		t.Fatal(err) // on Linux the loop must come up: the node relies on it
 	}
 	return l
 }
