@@ -121,6 +121,9 @@ func (r *GenerationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	s := &generationScope{gen: gen}
 	before := gen.DeepCopy()
 	defer func() {
+		if s.holdStart {
+			return // the events and the status are the next reconcile's
+		}
 		wctx, cancel := writeContext(ctx)
 		defer cancel()
 		for _, e := range generationStatus(gen, s.facts) {
@@ -153,6 +156,9 @@ type generationScope struct {
 	gen   *v1.Generation
 	facts genFacts
 	done  bool
+	// holdStart: this reconcile writes nothing, as a certain start is
+	// probed a little longer (holdsStart).
+	holdStart bool
 }
 
 // generationPhase is one step of a Generation's reconcile. A non-zero
@@ -201,7 +207,7 @@ func (r *GenerationReconciler) start(ctx context.Context, s *generationScope) (c
 		// or the start was never reported (after a reboot the node
 		// serves first): what the start learned is written again.
 		h := prev.(handoff)
-		s.facts.prepared, s.facts.start, s.facts.now = &h.prepared, &h.start, r.Clock.Now()
+		s.facts.prepared, s.facts.start, s.facts.now = &h.prepared, &h.start, h.at
 		return ctrl.Result{}, nil
 	}
 	g, err := ReadGrant(ctx, r.Client, inst.Namespace, gen.Spec.Template.User, r.NodeName)
@@ -293,9 +299,6 @@ func (r *GenerationReconciler) probe(ctx context.Context, s *generationScope) (c
 		return ctrl.Result{RequeueAfter: r.ObserveEvery}, nil
 	}
 	err := r.Runtime.Probe(ctx, refOf(gen), readinessOf(&gen.Spec.Template))
-	if err != nil && s.facts.prepared != nil && s.facts.prepared.fresh {
-		err = r.probeFresh(ctx, gen)
-	}
 	timeout := readinessTimeout(&gen.Spec.Template)
 	startedAt := gen.Status.StartedAt
 	if s.facts.start != nil && s.facts.start.Kind == outcome.Running {
@@ -305,33 +308,30 @@ func (r *GenerationReconciler) probe(ctx context.Context, s *generationScope) (c
 	p.timedOut = err != nil && startedAt != nil && r.Clock.Since(startedAt.Time) > timeout
 	s.facts.probe = p
 	if err != nil && !p.timedOut {
+		s.holdStart = r.holdsStart(s)
 		return ctrl.Result{RequeueAfter: r.probeWait(gen.UID)}, nil
 	}
 	return ctrl.Result{}, nil
 }
 
-// freshProbeBudget is how long a reconcile that has just started its
-// generation keeps probing before it writes the start: most apps bind
-// their socket within it, and then one status write says both Started
-// and Ready, and the Instance can promote one write and one requeue
-// sooner. A slower app costs its worker this much more, once.
-const freshProbeBudget = 30 * time.Millisecond
+// startReportDelay is how long a start this process handed off, and knows
+// ran, may go unwritten while its app is probed. Most apps answer within
+// it, and then one status write says Started and Ready together (not one
+// for each), and the Instance promotes on that one. Meanwhile the Instance
+// says it waits for the generation; an app slower than this has its start
+// written, then its readiness.
+const startReportDelay = 2 * time.Second
 
-// probeFresh probes a generation started by this reconcile again, after
-// 2, 4, 8 and 16 ms, until it answers or freshProbeBudget is spent.
-func (r *GenerationReconciler) probeFresh(ctx context.Context, gen *v1.Generation) error {
-	var err error
-	for wait := 2 * time.Millisecond; ; wait *= 2 {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(wait):
-		}
-		err = r.Runtime.Probe(ctx, refOf(gen), readinessOf(&gen.Spec.Template))
-		if err == nil || 2*wait >= freshProbeBudget {
-			return err
-		}
+// holdsStart: s's start is this process's, certain (running), not yet in
+// the status, and younger than startReportDelay. An uncertain start or a
+// failed one is never held: it is written at once.
+func (r *GenerationReconciler) holdsStart(s *generationScope) bool {
+	if st := s.facts.start; st == nil || st.Kind != outcome.Running ||
+		meta.FindStatusCondition(s.gen.Status.Conditions, v1.ConditionStarted) != nil {
+		return false
 	}
+	h, ok := r.handedOff.Load(s.gen.UID)
+	return ok && r.Clock.Since(h.(handoff).at) < startReportDelay
 }
 
 // handoff is a start this process handed to the runtime, and when.
@@ -399,6 +399,9 @@ func (r *GenerationReconciler) release(ctx context.Context, s *generationScope) 
 
 // emit records e on gen, or on its Instance with gen related.
 func (r *GenerationReconciler) emit(ctx context.Context, gen *v1.Generation, e genEvent) {
+	if e.reason == v1.ReasonRetired && r.instanceReleasing(ctx, gen) {
+		return // the Instance's Released says every unit of it is proven gone
+	}
 	if e.onInstance && r.Recorder != nil {
 		if inst := r.instanceOf(ctx, gen); inst != nil {
 			r.Recorder.Eventf(inst, gen, e.typ, e.reason, e.action, "%s", e.msg)
@@ -406,6 +409,16 @@ func (r *GenerationReconciler) emit(ctx context.Context, gen *v1.Generation, e g
 		}
 	}
 	r.event(gen, e.typ, e.reason, e.action, "%s", e.msg)
+}
+
+// instanceReleasing: gen is deleted with its Instance, which this node
+// is deleting (and waits for gen's proof before its Released).
+func (r *GenerationReconciler) instanceReleasing(ctx context.Context, gen *v1.Generation) bool {
+	if gen.DeletionTimestamp.IsZero() {
+		return false
+	}
+	inst := r.instanceOf(ctx, gen)
+	return inst != nil && !inst.DeletionTimestamp.IsZero()
 }
 
 func (r *GenerationReconciler) event(obj client.Object, typ, reason, action, note string, args ...any) {

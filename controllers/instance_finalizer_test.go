@@ -4,14 +4,19 @@ import (
 	"context"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
+	"github.com/unitlet/unitlet/controllers/hostgate"
 	"github.com/unitlet/unitlet/internal/scheme"
 )
 
@@ -48,6 +53,97 @@ func TestAddFinalizerOnAStaleRead(t *testing.T) {
 			}
 			if tc.wantLease && got.Status.KeyFingerprint != "fp" {
 				t.Errorf("the status written meanwhile was lost: %+v", got.Status)
+			}
+		})
+	}
+}
+
+// TestDeletionWrites: a deletion writes the Instance's status once while
+// it waits for its Generations (not again as each one ends), and nothing
+// once its lease is let go (the Instance is gone then).
+func TestDeletionWrites(t *testing.T) {
+	now := metav1.Now()
+	inst := &v1.Instance{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "app", UID: "u1", Finalizers: []string{v1.Finalizer},
+		DeletionTimestamp: &now}, Spec: v1.InstanceSpec{NodeName: "n1"}}
+	gens := []*v1.Generation{}
+	for n := range int64(2) {
+		gens = append(gens, &v1.Generation{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: generationName("app", n+1),
+			Labels: map[string]string{v1.LabelInstance: "app"}, Finalizers: []string{v1.Finalizer}},
+			Spec: v1.GenerationSpec{Instance: "app", Number: n + 1, NodeName: "n1"}})
+	}
+	statusWrites := 0
+	c := crfake.NewClientBuilder().WithScheme(scheme.New()).WithStatusSubresource(&v1.Instance{}, &v1.Generation{}).
+		WithObjects(inst, gens[0], gens[1]).WithInterceptorFuncs(interceptor.Funcs{
+		SubResourcePatch: func(ctx context.Context, cl client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+			if _, ok := obj.(*v1.Instance); ok {
+				statusWrites++
+			}
+			return cl.SubResource(sub).Patch(ctx, obj, p, opts...)
+		}}).Build()
+	r := &InstanceReconciler{Client: c, Reader: c, Runtime: newFakeRuntime(), NodeName: "n1", Gate: hostgate.Always{}}
+	reconcile := func(step string, want int) {
+		t.Helper()
+		statusWrites = 0
+		if _, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(inst)}); err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+		if statusWrites != want {
+			t.Errorf("%s: %d status writes, want %d", step, statusWrites, want)
+		}
+	}
+	// Each Generation is gone once its reconciler lets its lease go.
+	letGo := func(g *v1.Generation) {
+		t.Helper()
+		cur := &v1.Generation{}
+		if err := c.Get(context.Background(), client.ObjectKeyFromObject(g), cur); err != nil {
+			t.Fatal(err)
+		}
+		controllerutil.RemoveFinalizer(cur, v1.Finalizer)
+		if err := c.Update(context.Background(), cur); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	reconcile("both generations deleted", 1)
+	letGo(gens[0])
+	reconcile("one generation left", 0)
+	letGo(gens[1])
+	reconcile("none left: the lease let go", 0)
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(inst), &v1.Instance{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the Instance after its lease was let go: %v, want gone", err)
+	}
+}
+
+// TestRetiredEventOnDeletion: a Generation deleted with its Instance has
+// no Retired Event of its own (the Instance's Released says every unit of
+// it is proven gone); one retired while its Instance stays has.
+func TestRetiredEventOnDeletion(t *testing.T) {
+	now := metav1.Now()
+	cases := map[string]struct {
+		instDeleting, genDeleting bool
+		want                      int
+	}{
+		"deleted with its Instance":           {instDeleting: true, genDeleting: true},
+		"deleted alone":                       {genDeleting: true, want: 1},
+		"retired by a swap":                   {want: 1},
+		"retired while its Instance is going": {instDeleting: true, want: 1},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			inst := &v1.Instance{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "app", Finalizers: []string{v1.Finalizer}}}
+			gen := &v1.Generation{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "app-g1", Finalizers: []string{v1.Finalizer}},
+				Spec: v1.GenerationSpec{Instance: "app", Number: 1}}
+			if tc.instDeleting {
+				inst.DeletionTimestamp = &now
+			}
+			if tc.genDeleting {
+				gen.DeletionTimestamp = &now
+			}
+			rec := events.NewFakeRecorder(4)
+			r := &GenerationReconciler{Client: crfake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(inst).Build(), Recorder: rec}
+			r.emit(context.Background(), gen, genEvent{typ: corev1.EventTypeNormal, reason: v1.ReasonRetired, action: "Retire", msg: "generation 1 proven gone"})
+			if got := len(rec.Events); got != tc.want {
+				t.Errorf("%d Retired events, want %d", got, tc.want)
 			}
 		})
 	}

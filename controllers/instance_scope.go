@@ -46,6 +46,8 @@ type instanceScope struct {
 	note note
 	// done: a phase settled the reconcile; the later ones wait.
 	done bool
+	// released: finalize let the lease go; the Instance is deleted.
+	released bool
 	// patchBase is the Instance the status patch is computed against.
 	patchBase *v1.Instance
 	// elsewhere is the highest generation number the Instance has on

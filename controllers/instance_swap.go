@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -178,7 +179,9 @@ func (r *InstanceReconciler) finalize(ctx context.Context, s *instanceScope) (ct
 		}
 	}
 	if len(s.gens) > 0 {
-		s.progress(v1.ReasonDeleting, "waiting for %d generations to be proven gone before the lease is released", len(s.gens))
+		// No count in the message: each Generation's end would be a
+		// status write of its own, saying what the Generations say.
+		s.progress(v1.ReasonDeleting, "waiting for every generation to be proven gone before the lease is released")
 		return ctrl.Result{}, nil
 	}
 	if res, err := s.awaitGenerationsElsewhere(ctx); err != nil || !res.IsZero() {
@@ -197,8 +200,10 @@ func (r *InstanceReconciler) finalize(ctx context.Context, s *instanceScope) (ct
 	}
 	controllerutil.RemoveFinalizer(s.inst, v1.Finalizer)
 	if err := r.Client.Update(ctx, s.inst); err != nil {
+		s.released = apierrors.IsNotFound(err)
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	s.released = true
 	r.event(s.inst, corev1.EventTypeNormal, "Released", "Delete", "every unit proven gone; lease released")
 	return ctrl.Result{}, nil
 }

@@ -6,11 +6,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	crfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
+	"github.com/unitlet/unitlet/controllers/hostgate"
+	"github.com/unitlet/unitlet/internal/scheme"
 	"github.com/unitlet/unitlet/runtime/node"
+	"github.com/unitlet/unitlet/runtime/outcome"
 )
 
 func TestProbeWait(t *testing.T) {
@@ -40,47 +49,71 @@ func TestProbeWait(t *testing.T) {
 	}
 }
 
-// readyAfter answers a probe once it has been asked n times.
-type readyAfter struct {
-	*fakeRuntime
-	n, asked int
-}
-
-func (r *readyAfter) Probe(context.Context, node.Ref, node.Readiness) error {
-	r.asked++
-	if r.asked < r.n {
-		return errors.New("connection refused")
-	}
-	return nil
-}
-
-// TestProbeFresh: a generation this reconcile started is probed again
-// within freshProbeBudget, so an app that binds its socket at once is
-// Ready in the same status write as its start; a slower one is left to
-// the requeued probes.
-func TestProbeFresh(t *testing.T) {
+// TestStartWrittenWithReadiness: a start this process knows ran is
+// written together with its readiness when the app answers within
+// startReportDelay (one status write, not two); a slower app has its
+// start written once the delay is over, and an uncertain start at once.
+func TestStartWrittenWithReadiness(t *testing.T) {
+	notYet := errors.New("connection refused")
 	cases := map[string]struct {
-		readyAt   int // the probe that answers, counting the reconcile's first
-		wantReady bool
-		wantAsked int
+		start outcome.StartKind
+		// steps: before each reconcile, the clock moves on by after and
+		// the probe answers or not; the writes after each reconcile.
+		steps []probeStep
 	}{
-		"answers at the second probe":     {readyAt: 2, wantReady: true, wantAsked: 1},
-		"answers at the last probe":       {readyAt: 5, wantReady: true, wantAsked: 4},
-		"answers later: left to requeues": {readyAt: 6, wantAsked: 4},
+		"answers within the delay: one write": {start: outcome.Running, steps: []probeStep{
+			{probe: notYet, want: nil},
+			{after: time.Second, probe: notYet, want: nil},
+			{after: 10 * time.Millisecond, want: []string{"Started=True/Running Ready=True/ProbeSucceeded"}},
+		}},
+		"slower than the delay: the start, then readiness": {start: outcome.Running, steps: []probeStep{
+			{probe: notYet, want: nil},
+			{after: startReportDelay, probe: notYet, want: []string{"Started=True/Running Ready=False/Probing"}},
+			{after: time.Second, want: []string{"Started=True/Running Ready=True/ProbeSucceeded"}},
+		}},
+		"uncertain: written at once": {start: outcome.MayHaveRun, steps: []probeStep{
+			{probe: notYet, want: []string{"Started=Unknown/MayHaveRun Ready=absent"}},
+		}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			rt := &readyAfter{fakeRuntime: newFakeRuntime(), n: tc.readyAt - 1}
-			r := &GenerationReconciler{Runtime: rt}
-			gen := &v1.Generation{Spec: v1.GenerationSpec{Instance: "i", Number: 1}}
-			began := time.Now()
-			err := r.probeFresh(context.Background(), gen)
-			if (err == nil) != tc.wantReady || rt.asked != tc.wantAsked {
-				t.Errorf("ready %v after %d probes, want %v after %d", err == nil, rt.asked, tc.wantReady, tc.wantAsked)
-			}
-			if took := time.Since(began); !tc.wantReady && took < freshProbeBudget {
-				t.Errorf("gave up after %s, before the budget of %s", took, freshProbeBudget)
+			inst := &v1.Instance{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "app"}, Spec: v1.InstanceSpec{NodeName: "n1"}}
+			gen := &v1.Generation{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "app-g1", UID: "g1", Finalizers: []string{v1.Finalizer}},
+				Spec: v1.GenerationSpec{Instance: "app", Number: 1, NodeName: "n1"}}
+			var writes []string
+			c := crfake.NewClientBuilder().WithScheme(scheme.New()).WithStatusSubresource(&v1.Generation{}).
+				WithObjects(inst, gen).WithInterceptorFuncs(interceptor.Funcs{
+				SubResourcePatch: func(ctx context.Context, cl client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+					if g, ok := obj.(*v1.Generation); ok {
+						writes = append(writes, "Started="+condition(g.Status.Conditions, v1.ConditionStarted)+
+							" Ready="+condition(g.Status.Conditions, v1.ConditionReady))
+					}
+					return cl.SubResource(sub).Patch(ctx, obj, p, opts...)
+				}}).Build()
+			rt := newFakeRuntime()
+			ref := node.GenerationRef("ns", "app", 1)
+			rt.start[ref] = tc.start
+			clk := clocktesting.NewFakeClock(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
+			r := &GenerationReconciler{Client: c, Reader: c, Runtime: rt, NodeName: "n1", Clock: clk,
+				Gate: hostgate.Always{}, ProbeInterval: 250 * time.Millisecond}
+			for i, st := range tc.steps {
+				clk.Step(st.after)
+				rt.probe[ref] = st.probe
+				writes = nil
+				if _, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(gen)}); err != nil {
+					t.Fatalf("reconcile %d: %v", i, err)
+				}
+				if diff := cmp.Diff(st.want, writes); diff != "" {
+					t.Errorf("reconcile %d: status writes (-want,+got):\n%s", i, diff)
+				}
 			}
 		})
 	}
+}
+
+// probeStep is one reconcile of TestStartWrittenWithReadiness.
+type probeStep struct {
+	after time.Duration
+	probe error
+	want  []string
 }
