@@ -1,10 +1,8 @@
 package evloop
 
 import (
-	"errors"
 	"fmt"
 	"net"
-	"os"
 	"syscall"
 	"time"
 
@@ -36,38 +34,9 @@ func (l *Loop) OnAccept(ln syscall.Conn, fn func(net.Conn)) (*Reg, error) {
 	})
 }
 
-// AcceptQueued accepts, without waiting, every connection queued on the
-// non-blocking listener rc and hands each to fn. An error is running out
-// of descriptors: what is still queued stays for a later call.
-func AcceptQueued(rc syscall.RawConn, fn func(net.Conn)) error {
-	var fds []int
-	var aerr error
-	cerr := rc.Control(func(fd uintptr) {
-		for {
-			nfd, _, err := unix.Accept4(int(fd), unix.SOCK_CLOEXEC)
-			switch {
-			case err == nil:
-				fds = append(fds, nfd)
-			case errors.Is(err, unix.EINTR), errors.Is(err, unix.ECONNABORTED):
-			case errors.Is(err, unix.EMFILE), errors.Is(err, unix.ENFILE), errors.Is(err, unix.ENOBUFS), errors.Is(err, unix.ENOMEM):
-				aerr = err
-				return
-			default: // EAGAIN: the queue is empty; EBADF/EINVAL: closed
-				return
-			}
-		}
-	})
-	for _, nfd := range fds {
-		f := os.NewFile(uintptr(nfd), "conn")
-		c, err := net.FileConn(f)
-		f.Close()
-		if err != nil {
-			continue
-		}
-		fn(c)
-	}
-	if cerr != nil {
-		return nil // the listener is closed: nothing more will come
-	}
-	return aerr
+// acceptCloexec takes one queued connection, close-on-exec from the
+// start: a process started meanwhile must not inherit it.
+func acceptCloexec(fd int) (int, error) {
+	nfd, _, err := unix.Accept4(fd, unix.SOCK_CLOEXEC)
+	return nfd, err
 }

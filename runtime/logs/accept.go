@@ -46,10 +46,7 @@ func (a *acceptor) start(serve func(net.Conn)) {
 		// Tracked from the loop's callback; stop removes the
 		// registration, waiting for a callback in progress, before
 		// anyone waits on wg.
-		if a.reg, err = loop.OnAccept(a.ln, func(c net.Conn) {
-			a.track(c)
-			go a.serveOne(c)
-		}); err == nil {
+		if a.reg, err = loop.OnAccept(a.ln, a.take); err == nil {
 			return
 		}
 	}
@@ -64,10 +61,15 @@ func (a *acceptor) start(serve func(net.Conn)) {
 			// Served even when stop ran meanwhile: the kernel handed
 			// this connection over before the listener closed, so its
 			// bytes are the run's as much as a queued one's are.
-			a.track(c)
-			go a.serveOne(c)
+			a.take(c)
 		}
 	}()
+}
+
+// take serves c in a goroutine of its own.
+func (a *acceptor) take(c net.Conn) {
+	a.track(c)
+	go a.serveOne(c)
 }
 
 func (a *acceptor) serveOne(c net.Conn) {
@@ -112,33 +114,14 @@ func (a *acceptor) stop() (bool, error) {
 	return true, a.ln.Close()
 }
 
-// drain accepts, without waiting, every connection still queued.
+// drain accepts, without waiting, every connection still queued. Out of
+// descriptors, what is left is lost when the listener closes.
 func (a *acceptor) drain() {
 	rc, err := a.ln.SyscallConn()
 	if err != nil {
 		return
 	}
-	var fds []int
-	_ = rc.Control(func(fd uintptr) {
-		for {
-			// The listener is non-blocking: EAGAIN once the queue is empty.
-			nfd, err := acceptCloexec(int(fd))
-			if err != nil {
-				return
-			}
-			fds = append(fds, nfd)
-		}
-	})
-	for _, fd := range fds {
-		f := os.NewFile(uintptr(fd), "queued")
-		c, err := net.FileConn(f)
-		f.Close()
-		if err != nil {
-			continue
-		}
-		a.track(c)
-		go a.serveOne(c)
-	}
+	_ = evloop.AcceptQueued(rc, a.take)
 }
 
 // open is how many connections are being served.

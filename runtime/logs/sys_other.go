@@ -5,14 +5,4 @@
 // on macOS too).
 package logs
 
-import "golang.org/x/sys/unix"
-
-func acceptCloexec(fd int) (int, error) {
-	nfd, _, err := unix.Accept(fd)
-	if err == nil {
-		unix.CloseOnExec(nfd)
-	}
-	return nfd, err
-}
-
 func growPipe(int) {}
