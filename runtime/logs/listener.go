@@ -8,7 +8,6 @@ import (
 	"errors"
 	"net"
 	"os"
-	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -42,6 +41,20 @@ func (l Labels) source() string {
 	return origin{role: l.Role, gen: l.Generation, sidecar: l.Sidecar, stream: l.Stream}.String()
 }
 
+// logger is log with the labels. The agent's log (lazylog) encodes them
+// only once a line is written: a quiet slot's listener keeps the list.
+func (l Labels) logger(log logr.Logger) logr.Logger {
+	kv := []any{"namespace", l.Namespace, "name", l.Name, "host", l.Host,
+		"role", string(l.Role), "generation", l.Generation}
+	if l.Sidecar != "" {
+		kv = append(kv, "sidecar", l.Sidecar)
+	}
+	if l.Stream != "" {
+		kv = append(kv, "stream", l.Stream)
+	}
+	return log.WithValues(kv...)
+}
+
 // Options configure a listener.
 type Options struct {
 	Labels  Labels
@@ -59,11 +72,7 @@ type Options struct {
 type Listener struct {
 	*acceptor
 	opts Options
-	// log carries the labels; built on first use: a node's thousand quiet
-	// slots each kept one (a logger with its encoded fields) for lines
-	// that rarely come.
-	log     logr.Logger
-	logOnce sync.Once
+	log  logr.Logger // opts.Logger with the labels
 	// The FIFO: read from the event loop (fifoReg, fifoFD, fifoLines: the
 	// line in progress across reads), else by a goroutine over fifo.
 	fifo      *os.File
@@ -85,7 +94,7 @@ func Listen(path string, opts Options) (*Listener, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Listener{acceptor: a, opts: opts}
+	l := &Listener{acceptor: a, opts: opts, log: opts.Labels.logger(opts.Logger)}
 	if opts.FIFO != "" {
 		if err := l.readFIFO(opts.FIFO); err != nil {
 			a.ln.Close()
@@ -94,22 +103,6 @@ func Listen(path string, opts Options) (*Listener, error) {
 	}
 	l.start(func(c net.Conn) { splitLines(c, l.opts.MaxLine, l.emit) })
 	return l, nil
-}
-
-// logger is the agent's log with the listener's labels.
-func (l *Listener) logger() logr.Logger {
-	l.logOnce.Do(func() {
-		lb := l.opts.Labels
-		l.log = l.opts.Logger.WithValues("namespace", lb.Namespace, "name", lb.Name, "host", lb.Host,
-			"role", string(lb.Role), "generation", lb.Generation)
-		if lb.Sidecar != "" {
-			l.log = l.log.WithValues("sidecar", lb.Sidecar)
-		}
-		if lb.Stream != "" {
-			l.log = l.log.WithValues("stream", lb.Stream)
-		}
-	})
-	return l.log
 }
 
 // Path is the socket's path.
@@ -124,12 +117,12 @@ func (l *Listener) emit(text string) {
 	switch {
 	case errors.As(err, &drop):
 		if drop.First {
-			l.logger().Error(err, "log file not writable: dropping lines until it is", "reason", drop.Reason)
+			l.log.Error(err, "log file not writable: dropping lines until it is", "reason", drop.Reason)
 		}
 	case err != nil:
-		l.logger().Error(err, "writing log file")
+		l.log.Error(err, "writing log file")
 	}
-	l.logger().Info("output", "line", text)
+	l.log.Info("output", "line", text)
 }
 
 // Close stops accepting, closes open connections and its end of the FIFO,
