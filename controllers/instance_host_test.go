@@ -8,7 +8,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	crfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
@@ -125,6 +127,21 @@ func TestHostInUseMessage(t *testing.T) {
 	}
 }
 
+// listByHost fails t when a List asks for more than the Instances the
+// host index names for host: one claim event must not copy every
+// Instance to filter them by hand (on a node of N, N events make N²).
+func listByHost(t *testing.T, host string) func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error {
+	return func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+		sel := (&client.ListOptions{}).ApplyOptions(opts).FieldSelector
+		if sel == nil {
+			t.Errorf("listed %T without a field selector, want %s=%s", list, indexInstanceHost, host)
+		} else if v, ok := sel.RequiresExactMatch(indexInstanceHost); !ok || v != host {
+			t.Errorf("listed %T with field selector %q, want %s=%s", list, sel, indexInstanceHost, host)
+		}
+		return c.List(ctx, list, opts...)
+	}
+}
+
 func TestClaimants(t *testing.T) {
 	onNode := func(node string) func(*v1.Instance) { return func(i *v1.Instance) { i.Spec.NodeName = node } }
 	withHost := func(h string) func(*v1.Instance) { return func(i *v1.Instance) { i.Spec.Host = h } }
@@ -148,7 +165,8 @@ func TestClaimants(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			b := crfake.NewClientBuilder().WithScheme(scheme.New()).WithIndex(&v1.Instance{}, indexInstanceHost, instanceHost)
+			b := crfake.NewClientBuilder().WithScheme(scheme.New()).WithIndex(&v1.Instance{}, indexInstanceHost, instanceHost).
+				WithInterceptorFuncs(interceptor.Funcs{List: listByHost(t, "shop.example.com")})
 			for _, i := range tc.instances {
 				b = b.WithObjects(i)
 			}
