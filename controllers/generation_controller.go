@@ -130,6 +130,9 @@ func (r *GenerationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 			r.emit(wctx, gen, e)
 		}
 		gen.Status.ObservedGeneration = gen.Generation
+		if s.released {
+			return // let go and so gone: a status PATCH would only find it gone
+		}
 		if err := patchStatus(wctx, r.Client, gen, before, !equality.Semantic.DeepEqual(before.Status, gen.Status)); err != nil {
 			retErr = joinErr(retErr, fmt.Errorf("patch generation status: %w", err))
 		}
@@ -159,6 +162,8 @@ type generationScope struct {
 	// holdStart: this reconcile writes nothing, as a certain start is
 	// probed a little longer (holdsStart).
 	holdStart bool
+	// released: release let the lease go; the Generation is deleted.
+	released bool
 }
 
 // generationPhase is one step of a Generation's reconcile. A non-zero
@@ -392,7 +397,10 @@ func (r *GenerationReconciler) release(ctx context.Context, s *generationScope) 
 	if err := r.Client.Update(ctx, gen); err != nil && !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, err
 	}
-	r.handedOff.Delete(gen.UID) // proven gone and let go: never started again
+	// Proven gone and let go: never started again; gone from the API
+	// unless another's finalizer is left.
+	s.released = len(gen.Finalizers) == 0
+	r.handedOff.Delete(gen.UID)
 	r.draining.Delete(gen.UID)
 	return ctrl.Result{}, nil
 }

@@ -96,9 +96,12 @@ func (r *InstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_
 	}
 	s := &instanceScope{r: r, inst: inst, gens: gens, patchBase: inst.DeepCopy()}
 	defer func() {
-		if s.released {
+		switch {
+		case s.released:
 			metrics.DeleteInstance(inst.Namespace, inst.Name)
 			return // the lease is let go and the Instance is gone: no status to write
+		case s.quiet:
+			return
 		}
 		computeInstanceStatus(inst, s.statusGenerations(gens), failedNote(s.note, retErr), retErr == nil)
 		wctx, cancel := writeContext(ctx)

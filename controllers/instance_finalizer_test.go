@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -146,5 +147,36 @@ func TestRetiredEventOnDeletion(t *testing.T) {
 				t.Errorf("%d Retired events, want %d", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestGenerationReleaseWrites: a deleted Generation proven gone has its
+// lease let go and no status written after (it is gone then); its proof
+// is still an Event.
+func TestGenerationReleaseWrites(t *testing.T) {
+	now := metav1.Now()
+	gen := &v1.Generation{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "app-g1", UID: "g1", Finalizers: []string{v1.Finalizer},
+		DeletionTimestamp: &now}, Spec: v1.GenerationSpec{Instance: "app", Number: 1, NodeName: "n1"}}
+	statusWrites := 0
+	c := crfake.NewClientBuilder().WithScheme(scheme.New()).WithStatusSubresource(&v1.Generation{}).
+		WithObjects(gen).WithInterceptorFuncs(interceptor.Funcs{
+		SubResourcePatch: func(ctx context.Context, cl client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+			statusWrites++
+			return cl.SubResource(sub).Patch(ctx, obj, p, opts...)
+		}}).Build()
+	rec := events.NewFakeRecorder(4)
+	r := &GenerationReconciler{Client: c, Reader: c, Runtime: newFakeRuntime(), NodeName: "n1", Gate: hostgate.Always{}, Recorder: rec,
+		Clock: clock.RealClock{}}
+	if _, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(gen)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(gen), &v1.Generation{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the Generation after its release: %v, want gone", err)
+	}
+	if statusWrites != 0 {
+		t.Errorf("%d status writes after the release, want none", statusWrites)
+	}
+	if len(rec.Events) != 1 {
+		t.Errorf("%d events, want the Retired one", len(rec.Events))
 	}
 }

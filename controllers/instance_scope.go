@@ -48,6 +48,9 @@ type instanceScope struct {
 	done bool
 	// released: finalize let the lease go; the Instance is deleted.
 	released bool
+	// quiet: nothing is written this time; a write of the cluster side's
+	// is awaited (awaitKey).
+	quiet bool
 	// patchBase is the Instance the status patch is computed against.
 	patchBase *v1.Instance
 	// elsewhere is the highest generation number the Instance has on

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -80,6 +81,13 @@ func (r *InstanceReconciler) advance(ctx context.Context, s *instanceScope) (ctr
 		return res, s.abort(ctx, d.target)
 	case swapAwaitReady:
 		s.progress(v1.ReasonSwapping, "waiting for generation %d to become ready", d.target.Spec.Number)
+		if wait := s.quietSwap(d.target); wait > 0 {
+			s.quiet = true
+			if res.RequeueAfter == 0 || wait < res.RequeueAfter {
+				res.RequeueAfter = wait
+			}
+			return res, nil
+		}
 	case swapPromote:
 		return res, s.promote(ctx, d.target)
 	case swapAwaitRetired:
@@ -90,6 +98,28 @@ func (r *InstanceReconciler) advance(ctx context.Context, s *instanceScope) (ctr
 		s.restoreParent(ctx)
 	}
 	return res, nil
+}
+
+// swapQuiet is how long a swap's start goes unwritten (quietSwap).
+const swapQuiet = 2 * time.Second
+
+// quietSwap is how much longer the Instance's status may say nothing of
+// the swap to target (0: it says it now). While the Instance settled
+// before the edit and its old generation serves, an unwritten status is
+// already read as progressing, by its observedGeneration: kstatus (Flux),
+// kubectl wait and Argo CD's check wait for it. Most swaps end within
+// swapQuiet: then their first write is the promotion, not a "swapping"
+// before it. Anything uncertain or unproven is written at once.
+func (s *instanceScope) quietSwap(target *v1.Generation) time.Duration {
+	base := s.patchBase
+	active := s.number(base.Status.ActiveGeneration)
+	settled := meta.IsStatusConditionTrue(base.Status.Conditions, v1.ConditionReady) &&
+		meta.FindStatusCondition(base.Status.Conditions, v1.ConditionReconciling) == nil
+	if base.Status.ObservedGeneration >= s.inst.Generation || !settled || active == nil || !ready(active) ||
+		startUncertain(s.gens) != nil || killUnproven(s.gens) != nil {
+		return 0
+	}
+	return max(0, swapQuiet-s.r.Clock.Since(target.CreationTimestamp.Time))
 }
 
 // abort gives up latest, which failed to take over: the active one keeps
@@ -117,9 +147,9 @@ func (s *instanceScope) promote(ctx context.Context, latest *v1.Generation) erro
 	s.inst.Status.ActiveGeneration, s.inst.Status.Socket, s.inst.Status.NodeName = latest.Spec.Number, sock, s.r.NodeName
 	s.woken()
 	if active != nil {
-		// A swap's Event; an Instance's first generation serving is a
-		// normal step its Ready condition says, as a start's is.
-		s.r.event(s.inst, corev1.EventTypeNormal, "Promoted", "Swap", "generation %d now serves %s", latest.Spec.Number, sock)
+		// No Event: the status's activeGeneration says it, as Ready says
+		// the first generation's serving; the old one's drain and its
+		// proof are Events, since they prove something.
 		if err := s.r.retireGeneration(ctx, s.inst, active, RetiredSuperseded); err != nil {
 			return err
 		}
@@ -203,7 +233,7 @@ func (r *InstanceReconciler) finalize(ctx context.Context, s *instanceScope) (ct
 		s.released = apierrors.IsNotFound(err)
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	s.released = true
+	s.released = len(s.inst.Finalizers) == 0 // no one else's left: it is gone
 	r.event(s.inst, corev1.EventTypeNormal, "Released", "Delete", "every unit proven gone; lease released")
 	return ctrl.Result{}, nil
 }
