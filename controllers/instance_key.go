@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -129,20 +128,7 @@ func (r *InstanceReconciler) awaitKey(ctx context.Context, s *instanceScope) (ct
 	if s.inst.Status.KeyFingerprint != "" || len(s.gens) > 0 {
 		return ctrl.Result{}, nil
 	}
-	if age := r.Clock.Since(s.inst.CreationTimestamp.Time); age < keyWaitQuiet && s.inst.Status.ObservedGeneration == 0 {
-		// A new Instance's key is minted as the agent first sees it: a
-		// status saying it waits would race that write (a conflict, then
-		// a write of its own). The key's write wakes us; a late key is
-		// said once the wait is over.
-		s.quiet = true
-		return s.stop(ctrl.Result{RequeueAfter: keyWaitQuiet - age}, nil)
-	}
 	s.note = note{reason: v1.ReasonInstanceKeyUnavailable, reconciling: true,
 		msg: "waiting for the cluster side to mint the instance key (status.keyFingerprint)"}
 	return s.stop(ctrl.Result{}, nil) // the status write wakes us
 }
-
-// keyWaitQuiet is how long after its creation an Instance never written
-// by the agent waits for its key without saying so (the creation time
-// has whole seconds: between 1 and 2 s).
-const keyWaitQuiet = 2 * time.Second

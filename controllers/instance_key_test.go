@@ -4,12 +4,9 @@ import (
 	"context"
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
@@ -152,44 +149,26 @@ func TestInstanceKeyRotationRollsGeneration(t *testing.T) {
 	}
 }
 
-// Without its key an Instance makes no generation and says why, unless
-// it is new and never written (the key is being minted: nothing is said,
-// and it looks again when the wait is over); a generation already made
-// (before keys) is not held by it.
+// Without its key an Instance makes no generation and says why; a
+// generation already made (before keys) is not held by it.
 func TestAwaitKey(t *testing.T) {
-	now := time.Date(2026, 12, 1, 0, 0, 10, 0, time.UTC)
 	tests := map[string]struct {
 		fingerprint string
 		gens        []*v1.Generation
-		age         time.Duration
-		written     bool // the agent wrote its status before
 		wantDone    bool
-		wantQuiet   time.Duration // the requeue of a quiet wait
-		want        string        // Reconciling, as "Status/Reason"
+		want        string // Reconciling, as "Status/Reason"
 	}{
-		"no key, no generation":         {age: time.Minute, wantDone: true, want: "True/" + v1.ReasonInstanceKeyUnavailable},
-		"no key yet, new":               {age: 500 * time.Millisecond, wantDone: true, wantQuiet: 1500 * time.Millisecond, want: "absent"},
-		"no key, new, written before":   {age: 500 * time.Millisecond, written: true, wantDone: true, want: "True/" + v1.ReasonInstanceKeyUnavailable},
-		"no key after the quiet wait":   {age: keyWaitQuiet, wantDone: true, want: "True/" + v1.ReasonInstanceKeyUnavailable},
+		"no key, no generation":         {wantDone: true, want: "True/" + v1.ReasonInstanceKeyUnavailable},
 		"key minted":                    {fingerprint: "fp", want: "absent"},
 		"a generation from before keys": {gens: []*v1.Generation{{Spec: v1.GenerationSpec{Number: 1}}}, want: "absent"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			inst := instance("await")
-			inst.CreationTimestamp = metav1.NewTime(now.Add(-tc.age))
 			inst.Status.KeyFingerprint = tc.fingerprint
-			if tc.written {
-				inst.Status.ObservedGeneration = 1
-			}
 			s := &instanceScope{inst: inst, gens: tc.gens}
-			r := &InstanceReconciler{Clock: clocktesting.NewFakePassiveClock(now)}
-			res, err := r.awaitKey(context.Background(), s)
-			if err != nil {
+			if _, err := (&InstanceReconciler{}).awaitKey(context.Background(), s); err != nil {
 				t.Fatal(err)
-			}
-			if s.quiet != (tc.wantQuiet > 0) || (s.quiet && res.RequeueAfter != tc.wantQuiet) {
-				t.Errorf("quiet %v, requeue after %s; want quiet for %s", s.quiet, res.RequeueAfter, tc.wantQuiet)
 			}
 			reconciling := "absent"
 			if s.note.reason != "" {

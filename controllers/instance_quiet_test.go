@@ -10,10 +10,10 @@ import (
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
 )
 
-// TestQuietSwap: a swap's start goes unwritten for swapQuiet only while
-// the unwritten status already reads as progressing (the edit not yet
-// observed) and the old generation serves, settled; anything uncertain
-// or unproven is written at once.
+// TestQuietSwap: a swap's start goes unwritten only while the unwritten
+// status already reads as progressing (the edit not yet observed), the
+// old generation serves, settled, and the new one says nothing yet, for
+// swapQuietMax at most; anything uncertain or unproven is written at once.
 func TestQuietSwap(t *testing.T) {
 	now := time.Date(2026, 12, 1, 0, 0, 10, 0, time.UTC)
 	settled := []metav1.Condition{{Type: v1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1.ReasonReconciled}}
@@ -24,10 +24,13 @@ func TestQuietSwap(t *testing.T) {
 		active     gb
 		others     []gb
 		targetAge  time.Duration
+		target     gb
 		want       time.Duration
 	}{
-		"an edit not yet observed, the old one serving": {observed: 1, conditions: settled, active: generation(1, "a").ready(), targetAge: 500 * time.Millisecond, want: 1500 * time.Millisecond},
-		"the quiet is over":                             {observed: 1, conditions: settled, active: generation(1, "a").ready(), targetAge: swapQuiet},
+		"an edit not yet observed, the old one serving": {observed: 1, conditions: settled, active: generation(1, "a").ready(), targetAge: time.Minute, want: swapQuietMax - time.Minute},
+		"the new one started, not ready":                {observed: 1, conditions: settled, active: generation(1, "a").ready(), target: generation(2, "b").running()},
+		"the new one failed":                            {observed: 1, conditions: settled, active: generation(1, "a").ready(), target: generation(2, "b").refused()},
+		"the quiet is over":                             {observed: 1, conditions: settled, active: generation(1, "a").ready(), targetAge: swapQuietMax},
 		"the edit is observed already":                  {observed: 2, conditions: settled, active: generation(1, "a").ready()},
 		"a swap under way before the edit":              {observed: 1, conditions: swapping, active: generation(1, "a").ready()},
 		"the old one is not ready":                      {observed: 1, conditions: settled, active: generation(1, "a").running()},
@@ -40,6 +43,9 @@ func TestQuietSwap(t *testing.T) {
 			inst.Generation = 2
 			inst.Status.ObservedGeneration, inst.Status.ActiveGeneration, inst.Status.Conditions = tc.observed, 1, tc.conditions
 			target := generation(2, "b").g
+			if tc.target.g != nil {
+				target = tc.target.g
+			}
 			target.CreationTimestamp = metav1.NewTime(now.Add(-tc.targetAge))
 			gens := []*v1.Generation{}
 			for _, o := range tc.others {

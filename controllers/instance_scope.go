@@ -48,8 +48,7 @@ type instanceScope struct {
 	done bool
 	// released: finalize let the lease go; the Instance is deleted.
 	released bool
-	// quiet: nothing is written this time; a write of the cluster side's
-	// is awaited (awaitKey).
+	// quiet: nothing is written this time (quietSwap).
 	quiet bool
 	// patchBase is the Instance the status patch is computed against.
 	patchBase *v1.Instance

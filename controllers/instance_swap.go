@@ -100,26 +100,30 @@ func (r *InstanceReconciler) advance(ctx context.Context, s *instanceScope) (ctr
 	return res, nil
 }
 
-// swapQuiet is how long a swap's start goes unwritten (quietSwap).
-const swapQuiet = 2 * time.Second
+// swapQuietMax bounds how long a swap goes unwritten while its new
+// Generation says nothing (quietSwap): a backstop for a Generation
+// reconciler that never gets to it.
+const swapQuietMax = 5 * time.Minute
 
 // quietSwap is how much longer the Instance's status may say nothing of
 // the swap to target (0: it says it now). While the Instance settled
 // before the edit and its old generation serves, an unwritten status is
 // already read as progressing, by its observedGeneration: kstatus (Flux),
-// kubectl wait and Argo CD's check wait for it. Most swaps end within
-// swapQuiet: then their first write is the promotion, not a "swapping"
-// before it. Anything uncertain or unproven is written at once.
+// kubectl wait and the Argo CD check wait for it. It stays so while
+// target has no status: not started yet, or started and probed for
+// startReportDelay. Then target's first write (ready: the promotion is
+// the swap's first write; failed; or slow to answer) brings a reconcile
+// that writes. Anything uncertain or unproven is written at once.
 func (s *instanceScope) quietSwap(target *v1.Generation) time.Duration {
 	base := s.patchBase
 	active := s.number(base.Status.ActiveGeneration)
 	settled := meta.IsStatusConditionTrue(base.Status.Conditions, v1.ConditionReady) &&
 		meta.FindStatusCondition(base.Status.Conditions, v1.ConditionReconciling) == nil
 	if base.Status.ObservedGeneration >= s.inst.Generation || !settled || active == nil || !ready(active) ||
-		startUncertain(s.gens) != nil || killUnproven(s.gens) != nil {
+		len(target.Status.Conditions) > 0 || startUncertain(s.gens) != nil || killUnproven(s.gens) != nil {
 		return 0
 	}
-	return max(0, swapQuiet-s.r.Clock.Since(target.CreationTimestamp.Time))
+	return max(0, swapQuietMax-s.r.Clock.Since(target.CreationTimestamp.Time))
 }
 
 // abort gives up latest, which failed to take over: the active one keeps
