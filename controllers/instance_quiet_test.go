@@ -1,13 +1,21 @@
 package controllers
 
 import (
+	"context"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	crfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
+	"github.com/unitlet/unitlet/controllers/hostgate"
+	"github.com/unitlet/unitlet/internal/scheme"
 )
 
 // TestQuietSwap: a swap's start goes unwritten only while the unwritten
@@ -58,4 +66,57 @@ func TestQuietSwap(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSwapWritesAtPromotion: a template edit's reconciles write nothing
+// to the Instance while the new Generation says nothing; the one that
+// promotes it is the swap's first status write.
+func TestSwapWritesAtPromotion(t *testing.T) {
+	inst := instance("swap")
+	served := inst.Spec.Template.DeepCopy()
+	inst.UID, inst.Generation, inst.Finalizers = "u1", 2, []string{v1.Finalizer}
+	inst.Spec.Template.Args = []string{"v2"} // the edit
+	inst.Status = v1.InstanceStatus{ObservedGeneration: 1, ActiveGeneration: 1, KeyFingerprint: "fp", NodeName: testNode,
+		Conditions: []metav1.Condition{{Type: v1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1.ReasonReconciled, ObservedGeneration: 1}}}
+	g1 := generation(1, templateHash(served)).ready().g
+	g1.Name, g1.Namespace, g1.Labels = generationName("swap", 1), inst.Namespace, map[string]string{v1.LabelInstance: "swap"}
+	g1.Spec.Instance, g1.Spec.NodeName, g1.Spec.Template = "swap", testNode, *served
+	now := time.Now()
+	var writes []int64 // the activeGeneration of each Instance status write
+	c := crfake.NewClientBuilder().WithScheme(scheme.New()).WithStatusSubresource(&v1.Instance{}, &v1.Generation{}).
+		WithObjects(inst, g1).WithInterceptorFuncs(interceptor.Funcs{
+		Create: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			obj.SetCreationTimestamp(metav1.NewTime(now)) // as the API server sets it
+			return cl.Create(ctx, obj, opts...)
+		},
+		SubResourcePatch: func(ctx context.Context, cl client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+			if i, ok := obj.(*v1.Instance); ok {
+				writes = append(writes, i.Status.ActiveGeneration)
+			}
+			return cl.SubResource(sub).Patch(ctx, obj, p, opts...)
+		}}).Build()
+	r := &InstanceReconciler{Client: c, Reader: c, Runtime: newFakeRuntime(), NodeName: testNode, Gate: hostgate.Always{},
+		Clock: clocktesting.NewFakePassiveClock(now.Add(time.Second))}
+	reconcile := func(step string, want []int64) {
+		t.Helper()
+		writes = nil
+		if _, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(inst)}); err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+		if diff := cmp.Diff(want, writes); diff != "" {
+			t.Errorf("%s: the Instance's status writes, by activeGeneration (-want,+got):\n%s", step, diff)
+		}
+	}
+
+	reconcile("the edit: generation 2 made", nil)
+	g2 := &v1.Generation{}
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: inst.Namespace, Name: generationName("swap", 2)}, g2); err != nil {
+		t.Fatalf("generation 2: %v", err)
+	}
+	reconcile("generation 2 says nothing yet", nil)
+	g2.Status.Conditions = generation(2, "").ready().g.Status.Conditions
+	if err := c.Status().Update(context.Background(), g2); err != nil {
+		t.Fatal(err)
+	}
+	reconcile("generation 2 ready", []int64{2})
 }
