@@ -260,8 +260,7 @@ func agentPod(t testing.TB) corev1.Pod {
 	t.Helper()
 	var pods []corev1.Pod
 	// A step that rolled the DaemonSet may leave its old pod terminating
-	// a while (seen in the plugin step after envFrom's rollout): wait for
-	// the one.
+	// a while: wait for the one.
 	eventually(t, "one agent pod", 2*time.Minute, func() (bool, string) {
 		var err error
 		pods, err = agentPods()
@@ -270,12 +269,21 @@ func agentPod(t testing.TB) corev1.Pod {
 	return pods[0]
 }
 
-// agentPods are the DaemonSet's pods (nodewatch's share the namespace).
+// agentPods are the DaemonSet's pods on the node VM (nodewatch's share
+// the namespace). The gc step's kubelet-less Node gets a DaemonSet pod
+// too, which lingers until the pod garbage collector sees that Node gone
+// (CI once saw it outlive the next step's two-minute wait).
 func agentPods() ([]corev1.Pod, error) {
-	var pods corev1.PodList
-	err := k8s.List(context.Background(), &pods, client.InNamespace("unitlet-system"),
+	var list corev1.PodList
+	err := k8s.List(context.Background(), &list, client.InNamespace("unitlet-system"),
 		client.MatchingLabels{"app.kubernetes.io/name": "unitlet-agent"})
-	return pods.Items, err
+	var pods []corev1.Pod
+	for _, p := range list.Items {
+		if p.Spec.NodeName == cluster.NodeName {
+			pods = append(pods, p)
+		}
+	}
+	return pods, err
 }
 
 // nextImage is the tag a rollout moves the DaemonSet to.
