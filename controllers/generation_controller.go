@@ -66,6 +66,10 @@ type GenerationReconciler struct {
 	// start (a condition's time has only seconds) and, once over, its end,
 	// until Terminated is written.
 	draining sync.Map
+	// released is each Generation this process let go (its finalizer
+	// removed), by key, its UID the value: a reconcile that reads a cache
+	// not yet showing it gone does not send the removal again.
+	released sync.Map
 	// phases is each of this node's Generations' last phase, for the
 	// phase gauge: one entry changed per reconcile, never a list.
 	phases phaseCounts
@@ -91,10 +95,11 @@ func (r *GenerationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		if apierrors.IsNotFound(err) {
 			r.phases.forget(req.NamespacedName)
 			r.reboot.done(req.NamespacedName)
+			r.released.Delete(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if gen.Spec.NodeName != r.NodeName {
+	if gen.Spec.NodeName != r.NodeName || r.letGo(req.NamespacedName, gen) {
 		return ctrl.Result{}, nil
 	}
 	if v, ok := r.reboot.pending(gen); ok {
@@ -378,30 +383,6 @@ func (r *GenerationReconciler) retire(ctx context.Context, s *generationScope) (
 	if !kill.Proven {
 		return ctrl.Result{}, fmt.Errorf("generation %d: %w", s.gen.Spec.Number, kill.Err())
 	}
-	return ctrl.Result{}, nil
-}
-
-// release lets a deleted generation go once proven gone: the node's files
-// of it, then the finalizer (the lease).
-func (r *GenerationReconciler) release(ctx context.Context, s *generationScope) (ctrl.Result, error) {
-	gen := s.gen
-	if gen.DeletionTimestamp.IsZero() || !controllerutil.ContainsFinalizer(gen, v1.Finalizer) {
-		return ctrl.Result{}, nil
-	}
-	// A failure leaves only files, never a process: logged, and the
-	// Instance's removal takes them at the latest.
-	if err := r.Runtime.Forget(ctx, refOf(gen)); err != nil {
-		ctrl.LoggerFrom(ctx).Info("generation's files kept", "generation", gen.Spec.Number, "error", err.Error())
-	}
-	controllerutil.RemoveFinalizer(gen, v1.Finalizer)
-	if err := r.Client.Update(ctx, gen); err != nil && !apierrors.IsNotFound(err) {
-		return ctrl.Result{}, err
-	}
-	// Proven gone and let go: never started again; gone from the API
-	// unless another's finalizer is left.
-	s.released = len(gen.Finalizers) == 0
-	r.handedOff.Delete(gen.UID)
-	r.draining.Delete(gen.UID)
 	return ctrl.Result{}, nil
 }
 

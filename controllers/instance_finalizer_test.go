@@ -180,3 +180,50 @@ func TestGenerationReleaseWrites(t *testing.T) {
 		t.Errorf("%d events, want the Retired one", len(rec.Events))
 	}
 }
+
+// TestGenerationLetGoOnce: a Generation this process let go is not let go
+// again by a reconcile that reads a cache older than its deletion; once
+// the cache shows it gone, a Generation of the same name is another one
+// and is handled.
+func TestGenerationLetGoOnce(t *testing.T) {
+	now := metav1.Now()
+	gen := &v1.Generation{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "app-g1", UID: "g1", Finalizers: []string{v1.Finalizer},
+		DeletionTimestamp: &now}, Spec: v1.GenerationSpec{Instance: "app", Number: 1, NodeName: "n1"}}
+	stale, updates := gen.DeepCopy(), 0
+	c := crfake.NewClientBuilder().WithScheme(scheme.New()).WithStatusSubresource(&v1.Generation{}).
+		WithObjects(gen).WithInterceptorFuncs(interceptor.Funcs{
+		Get: func(ctx context.Context, cl client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if g, ok := obj.(*v1.Generation); ok && stale != nil && updates > 0 {
+				stale.DeepCopyInto(g) // the cache before the deletion's event
+				return nil
+			}
+			return cl.Get(ctx, key, obj, opts...)
+		},
+		Update: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			updates++
+			return cl.Update(ctx, obj, opts...)
+		}}).Build()
+	r := &GenerationReconciler{Client: c, Reader: c, Runtime: newFakeRuntime(), NodeName: "n1", Gate: hostgate.Always{},
+		Recorder: events.NewFakeRecorder(4), Clock: clock.RealClock{}}
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(gen)}
+	for range 2 {
+		if _, err := r.Reconcile(context.Background(), req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if updates != 1 {
+		t.Errorf("%d finalizer removals, want 1", updates)
+	}
+	stale = nil // the cache shows it gone
+	if _, err := r.Reconcile(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	stale = gen.DeepCopy()
+	stale.UID = "g1-again"
+	if _, err := r.Reconcile(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	if updates != 2 {
+		t.Errorf("%d finalizer removals, want the other Generation's too (2)", updates)
+	}
+}
