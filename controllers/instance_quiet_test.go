@@ -120,3 +120,46 @@ func TestSwapWritesAtPromotion(t *testing.T) {
 	}
 	reconcile("generation 2 ready", []int64{2})
 }
+
+// TestQuietCreate: a new Instance whose first status (the key minter's)
+// says Reconciling goes unwritten while generation 1 says nothing; any
+// other first status, or anything generation 1 says, is written at once.
+func TestQuietCreate(t *testing.T) {
+	now := time.Date(2026, 12, 1, 0, 0, 10, 0, time.UTC)
+	minted := []metav1.Condition{{Type: v1.ConditionReconciling, Status: metav1.ConditionTrue, Reason: v1.ReasonProgressing}}
+	cases := map[string]struct {
+		conditions []metav1.Condition
+		target     gb
+		others     []gb
+		want       time.Duration
+	}{
+		"the minter says Reconciling, generation 1 says nothing": {conditions: minted, want: swapQuietMax - time.Second},
+		"generation 1 started, not ready":                        {conditions: minted, target: generation(1, "a").running()},
+		"generation 1 failed":                                    {conditions: minted, target: generation(1, "a").refused()},
+		"an uncertain start": {conditions: minted,
+			others: []gb{generation(0, "z").cond(v1.ConditionStarted, metav1.ConditionUnknown)}},
+		"only placement's Scheduled": {conditions: []metav1.Condition{{Type: v1.ConditionScheduled, Status: metav1.ConditionTrue, Reason: v1.ReasonBound}}},
+		"a failed reconcile said so": {conditions: []metav1.Condition{{Type: v1.ConditionReconciling, Status: metav1.ConditionTrue, Reason: v1.ReasonReconcileFailed}}},
+		"no status at all":           {},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			inst := instance("new")
+			inst.Generation, inst.Status.Conditions = 1, tc.conditions
+			target := generation(1, "a").g
+			if tc.target.g != nil {
+				target = tc.target.g
+			}
+			target.CreationTimestamp = metav1.NewTime(now.Add(-time.Second))
+			gens := []*v1.Generation{}
+			for _, o := range tc.others {
+				gens = append(gens, o.g)
+			}
+			s := &instanceScope{r: &InstanceReconciler{Clock: clocktesting.NewFakePassiveClock(now)}, inst: inst,
+				gens: append(gens, target), patchBase: inst.DeepCopy()}
+			if got := s.quietSwap(target); got != tc.want {
+				t.Errorf("quietSwap = %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
