@@ -163,3 +163,40 @@ func TestQuietCreate(t *testing.T) {
 		})
 	}
 }
+
+// TestQuietRelease: a deleted Instance that had settled goes unwritten
+// while its Generations stop as they should, for releaseQuietMax.
+func TestQuietRelease(t *testing.T) {
+	now := time.Date(2026, 12, 1, 0, 1, 0, 0, time.UTC)
+	settled := []metav1.Condition{{Type: v1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1.ReasonReconciled}}
+	swapping := append([]metav1.Condition{{Type: v1.ConditionReconciling, Status: metav1.ConditionTrue, Reason: v1.ReasonSwapping}}, settled...)
+	cases := map[string]struct {
+		conditions []metav1.Condition
+		age        time.Duration
+		gens       []gb
+		want       time.Duration
+	}{
+		"settled, its generation draining": {conditions: settled, age: 10 * time.Second, gens: []gb{generation(1, "a").ready()},
+			want: releaseQuietMax - 10*time.Second},
+		"the quiet is over":  {conditions: settled, age: releaseQuietMax, gens: []gb{generation(1, "a").ready()}},
+		"a swap under way":   {conditions: swapping, gens: []gb{generation(1, "a").ready()}},
+		"never settled":      {gens: []gb{generation(1, "a").running()}},
+		"an unproven kill":   {conditions: settled, gens: []gb{generation(1, "a").cond(v1.ConditionTerminated, metav1.ConditionFalse)}},
+		"an uncertain start": {conditions: settled, gens: []gb{generation(1, "a").cond(v1.ConditionStarted, metav1.ConditionUnknown)}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			inst := instance("gone")
+			inst.Status.Conditions = tc.conditions
+			inst.DeletionTimestamp = &metav1.Time{Time: now.Add(-tc.age)}
+			gens := []*v1.Generation{}
+			for _, g := range tc.gens {
+				gens = append(gens, g.g)
+			}
+			s := &instanceScope{r: &InstanceReconciler{Clock: clocktesting.NewFakePassiveClock(now)}, inst: inst, gens: gens, patchBase: inst.DeepCopy()}
+			if got := s.quietRelease(); got != tc.want {
+				t.Errorf("quietRelease = %s, want %s", got, tc.want)
+			}
+		})
+	}
+}

@@ -134,9 +134,32 @@ func (s *instanceScope) readAsProgressing() bool {
 		return base.Status.ActiveGeneration == 0 && c != nil && c.Status == metav1.ConditionTrue && c.Reason == v1.ReasonProgressing
 	}
 	active := s.number(base.Status.ActiveGeneration)
-	settled := meta.IsStatusConditionTrue(base.Status.Conditions, v1.ConditionReady) &&
-		meta.FindStatusCondition(base.Status.Conditions, v1.ConditionReconciling) == nil
-	return base.Status.ObservedGeneration < s.inst.Generation && settled && active != nil && ready(active)
+	return base.Status.ObservedGeneration < s.inst.Generation && settled(base) && active != nil && ready(active)
+}
+
+// settled: inst's status says Ready and nothing under way.
+func settled(inst *v1.Instance) bool {
+	return meta.IsStatusConditionTrue(inst.Status.Conditions, v1.ConditionReady) &&
+		meta.FindStatusCondition(inst.Status.Conditions, v1.ConditionReconciling) == nil
+}
+
+// releaseQuietMax bounds how long a deletion goes unwritten while its
+// Generations stop as they should (quietRelease): a default drain (30 s)
+// and kill's grace fit in it.
+const releaseQuietMax = time.Minute
+
+// quietRelease is how much longer the deleted Instance's status may say
+// nothing of the deletion (0: it says it now). Its deletionTimestamp
+// already says it to kstatus, kubectl wait and Argo CD, and each
+// Generation's status says how its drain and kill go; most deletions end
+// within the quiet, the lease let go and nothing left to write. While
+// the Instance had settled: anything uncertain or unproven is written at
+// once.
+func (s *instanceScope) quietRelease() time.Duration {
+	if !settled(s.patchBase) || startUncertain(s.gens) != nil || killUnproven(s.gens) != nil {
+		return 0
+	}
+	return max(0, releaseQuietMax-s.r.Clock.Since(s.inst.DeletionTimestamp.Time))
 }
 
 // abort gives up latest, which failed to take over: the active one keeps
@@ -229,6 +252,10 @@ func (r *InstanceReconciler) finalize(ctx context.Context, s *instanceScope) (ct
 		// No count in the message: each Generation's end would be a
 		// status write of its own, saying what the Generations say.
 		s.progress(v1.ReasonDeleting, "waiting for every generation to be proven gone before the lease is released")
+		if wait := s.quietRelease(); wait > 0 {
+			s.quiet = true
+			return ctrl.Result{RequeueAfter: wait}, nil
+		}
 		return ctrl.Result{}, nil
 	}
 	if res, err := s.awaitGenerationsElsewhere(ctx); err != nil || !res.IsZero() {
