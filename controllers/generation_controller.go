@@ -134,10 +134,10 @@ func (r *GenerationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		for _, e := range generationStatus(gen, s.facts) {
 			r.emit(wctx, gen, e)
 		}
-		gen.Status.ObservedGeneration = gen.Generation
 		if s.released {
 			return // let go and so gone: a status PATCH would only find it gone
 		}
+		gen.Status.ObservedGeneration = gen.Generation
 		if err := patchStatus(wctx, r.Client, gen, before, !equality.Semantic.DeepEqual(before.Status, gen.Status)); err != nil {
 			retErr = joinErr(retErr, fmt.Errorf("patch generation status: %w", err))
 		}
