@@ -50,18 +50,11 @@ func TestQuietSwap(t *testing.T) {
 			inst := instance("quiet")
 			inst.Generation = 2
 			inst.Status.ObservedGeneration, inst.Status.ActiveGeneration, inst.Status.Conditions = tc.observed, 1, tc.conditions
-			target := generation(2, "b").g
+			target := generation(2, "b")
 			if tc.target.g != nil {
-				target = tc.target.g
+				target = tc.target
 			}
-			target.CreationTimestamp = metav1.NewTime(now.Add(-tc.targetAge))
-			gens := []*v1.Generation{}
-			for _, o := range tc.others {
-				gens = append(gens, o.g)
-			}
-			gens = append(gens, tc.active.g, target)
-			s := &instanceScope{r: &InstanceReconciler{Clock: clocktesting.NewFakePassiveClock(now)}, inst: inst, gens: gens, patchBase: inst.DeepCopy()}
-			if got := s.quietSwap(target); got != tc.want {
+			if got := quietOf(now, inst, target.g, tc.targetAge, append(gensOf(tc.others), tc.active.g)); got != tc.want {
 				t.Errorf("quietSwap = %s, want %s", got, tc.want)
 			}
 		})
@@ -146,18 +139,11 @@ func TestQuietCreate(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			inst := instance("new")
 			inst.Generation, inst.Status.Conditions = 1, tc.conditions
-			target := generation(1, "a").g
+			target := generation(1, "a")
 			if tc.target.g != nil {
-				target = tc.target.g
+				target = tc.target
 			}
-			target.CreationTimestamp = metav1.NewTime(now.Add(-time.Second))
-			gens := []*v1.Generation{}
-			for _, o := range tc.others {
-				gens = append(gens, o.g)
-			}
-			s := &instanceScope{r: &InstanceReconciler{Clock: clocktesting.NewFakePassiveClock(now)}, inst: inst,
-				gens: append(gens, target), patchBase: inst.DeepCopy()}
-			if got := s.quietSwap(target); got != tc.want {
+			if got := quietOf(now, inst, target.g, time.Second, gensOf(tc.others)); got != tc.want {
 				t.Errorf("quietSwap = %s, want %s", got, tc.want)
 			}
 		})
@@ -189,14 +175,27 @@ func TestQuietRelease(t *testing.T) {
 			inst := instance("gone")
 			inst.Status.Conditions = tc.conditions
 			inst.DeletionTimestamp = &metav1.Time{Time: now.Add(-tc.age)}
-			gens := []*v1.Generation{}
-			for _, g := range tc.gens {
-				gens = append(gens, g.g)
-			}
-			s := &instanceScope{r: &InstanceReconciler{Clock: clocktesting.NewFakePassiveClock(now)}, inst: inst, gens: gens, patchBase: inst.DeepCopy()}
+			s := &instanceScope{r: &InstanceReconciler{Clock: clocktesting.NewFakePassiveClock(now)}, inst: inst, gens: gensOf(tc.gens), patchBase: inst.DeepCopy()}
 			if got := s.quietRelease(); got != tc.want {
 				t.Errorf("quietRelease = %s, want %s", got, tc.want)
 			}
 		})
 	}
+}
+
+// quietOf is quietSwap's answer at now for inst swapping to target, made
+// age ago, beside others.
+func quietOf(now time.Time, inst *v1.Instance, target *v1.Generation, age time.Duration, others []*v1.Generation) time.Duration {
+	target.CreationTimestamp = metav1.NewTime(now.Add(-age))
+	s := &instanceScope{r: &InstanceReconciler{Clock: clocktesting.NewFakePassiveClock(now)}, inst: inst,
+		gens: append(others, target), patchBase: inst.DeepCopy()}
+	return s.quietSwap(target)
+}
+
+func gensOf(bs []gb) []*v1.Generation {
+	gens := []*v1.Generation{}
+	for _, b := range bs {
+		gens = append(gens, b.g)
+	}
+	return gens
 }
