@@ -73,7 +73,7 @@ func massRollout(t *testing.T) {
 	}
 	eventually(t, fmt.Sprintf("%d Instances serving generation 1", massSize), 5*time.Minute, func() (bool, string) {
 		n := notServing(names, 1)
-		return n == 0, fmt.Sprintf("%d not serving", n)
+		return n == 0, fmt.Sprintf("%d not serving: %s", n, notServingWhy(names, 1))
 	})
 	sockets := make([]string, len(names))
 	for n, name := range names {
@@ -267,6 +267,23 @@ func notServing(names []string, n int64) int {
 		}
 	}
 	return count
+}
+
+// notServingWhy says, for each Instance of names not serving generation
+// n, its conditions and generation n's phase and conditions.
+func notServingWhy(names []string, n int64) string {
+	var why []string
+	for _, name := range names {
+		if notServing([]string{name}, n) == 0 {
+			continue
+		}
+		inst, g := &v1.Instance{}, &v1.Generation{}
+		_ = k8s.Get(context.Background(), client.ObjectKey{Namespace: testutil.Namespace, Name: name}, inst)
+		_ = k8s.Get(context.Background(), generationKey(name, n), g)
+		why = append(why, fmt.Sprintf("%s: active %d, %s; generation %d %s %s", name, inst.Status.ActiveGeneration,
+			testutil.Conditions(inst.Status.Conditions), n, g.Status.Phase, testutil.Conditions(g.Status.Conditions)))
+	}
+	return strings.Join(why, "; ")
 }
 
 // nodeAgrees checks each Generation's unit in the guest against its
