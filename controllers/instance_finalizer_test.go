@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
-	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -60,30 +59,13 @@ func TestAddFinalizerOnAStaleRead(t *testing.T) {
 	}
 }
 
-// TestDeletionWrites: a deletion writes the Instance's status at most
-// once while it waits for its Generations (not again as each one ends;
-// not at all where the Instance had settled and they stop as they
-// should), and nothing once its lease is let go (the Instance is gone
-// then).
+// TestDeletionWrites: a deletion writes the Instance's status once while
+// it waits for its Generations (not again as each one ends), and nothing
+// once its lease is let go (the Instance is gone then).
 func TestDeletionWrites(t *testing.T) {
-	cases := map[string]struct {
-		conditions []metav1.Condition
-		first      int // status writes of the deletion's first reconcile
-	}{
-		"settled before its deletion: quiet":   {conditions: []metav1.Condition{{Type: v1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1.ReasonReconciled}}},
-		"not settled: the deletion is written": {first: 1},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			deletionWrites(t, tc.conditions, tc.first)
-		})
-	}
-}
-
-func deletionWrites(t *testing.T, conditions []metav1.Condition, first int) {
 	now := metav1.Now()
 	inst := &v1.Instance{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "app", UID: "u1", Finalizers: []string{v1.Finalizer},
-		DeletionTimestamp: &now}, Spec: v1.InstanceSpec{NodeName: "n1"}, Status: v1.InstanceStatus{Conditions: conditions}}
+		DeletionTimestamp: &now}, Spec: v1.InstanceSpec{NodeName: "n1"}}
 	gens := []*v1.Generation{}
 	for n := range int64(2) {
 		gens = append(gens, &v1.Generation{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: generationName("app", n+1),
@@ -99,8 +81,7 @@ func deletionWrites(t *testing.T, conditions []metav1.Condition, first int) {
 			}
 			return cl.SubResource(sub).Patch(ctx, obj, p, opts...)
 		}}).Build()
-	r := &InstanceReconciler{Client: c, Reader: c, Runtime: newFakeRuntime(), NodeName: "n1", Gate: hostgate.Always{},
-		Clock: clocktesting.NewFakePassiveClock(now.Time)}
+	r := &InstanceReconciler{Client: c, Reader: c, Runtime: newFakeRuntime(), NodeName: "n1", Gate: hostgate.Always{}}
 	reconcile := func(step string, want int) {
 		t.Helper()
 		statusWrites = 0
@@ -124,7 +105,7 @@ func deletionWrites(t *testing.T, conditions []metav1.Condition, first int) {
 		}
 	}
 
-	reconcile("both generations deleted", first)
+	reconcile("both generations deleted", 1)
 	letGo(gens[0])
 	reconcile("one generation left", 0)
 	letGo(gens[1])
