@@ -50,11 +50,18 @@ func TestQuietSwap(t *testing.T) {
 			inst := instance("quiet")
 			inst.Generation = 2
 			inst.Status.ObservedGeneration, inst.Status.ActiveGeneration, inst.Status.Conditions = tc.observed, 1, tc.conditions
-			target := generation(2, "b")
+			target := generation(2, "b").g
 			if tc.target.g != nil {
-				target = tc.target
+				target = tc.target.g
 			}
-			if got := quietOf(now, inst, target.g, tc.targetAge, append(gensOf(tc.others), tc.active.g)); got != tc.want {
+			target.CreationTimestamp = metav1.NewTime(now.Add(-tc.targetAge))
+			gens := []*v1.Generation{}
+			for _, o := range tc.others {
+				gens = append(gens, o.g)
+			}
+			gens = append(gens, tc.active.g, target)
+			s := &instanceScope{r: &InstanceReconciler{Clock: clocktesting.NewFakePassiveClock(now)}, inst: inst, gens: gens, patchBase: inst.DeepCopy()}
+			if got := s.quietSwap(target); got != tc.want {
 				t.Errorf("quietSwap = %s, want %s", got, tc.want)
 			}
 		})
@@ -112,21 +119,4 @@ func TestSwapWritesAtPromotion(t *testing.T) {
 		t.Fatal(err)
 	}
 	reconcile("generation 2 ready", []int64{2})
-}
-
-// quietOf is quietSwap's answer at now for inst swapping to target, made
-// age ago, beside others.
-func quietOf(now time.Time, inst *v1.Instance, target *v1.Generation, age time.Duration, others []*v1.Generation) time.Duration {
-	target.CreationTimestamp = metav1.NewTime(now.Add(-age))
-	s := &instanceScope{r: &InstanceReconciler{Clock: clocktesting.NewFakePassiveClock(now)}, inst: inst,
-		gens: append(others, target), patchBase: inst.DeepCopy()}
-	return s.quietSwap(target)
-}
-
-func gensOf(bs []gb) []*v1.Generation {
-	gens := []*v1.Generation{}
-	for _, b := range bs {
-		gens = append(gens, b.g)
-	}
-	return gens
 }

@@ -106,30 +106,24 @@ func (r *InstanceReconciler) advance(ctx context.Context, s *instanceScope) (ctr
 const swapQuietMax = 5 * time.Minute
 
 // quietSwap is how much longer the Instance's status may say nothing of
-// the swap to target (0: it says it now): while the status as read is
-// already taken as progressing (readAsProgressing) and target has no
-// status: not started yet, or started and probed for startReportDelay.
-// Then target's first write (ready: the promotion is the swap's first
-// write; failed; or slow to answer) brings a reconcile that writes.
-// Anything uncertain or unproven is written at once.
+// the swap to target (0: it says it now). While the Instance settled
+// before the edit and its old generation serves, an unwritten status is
+// already read as progressing, by its observedGeneration: kstatus (Flux),
+// kubectl wait and the Argo CD check wait for it. It stays so while
+// target has no status: not started yet, or started and probed for
+// startReportDelay. Then target's first write (ready: the promotion is
+// the swap's first write; failed; or slow to answer) brings a reconcile
+// that writes. Anything uncertain or unproven is written at once.
 func (s *instanceScope) quietSwap(target *v1.Generation) time.Duration {
-	if !s.readAsProgressing() || len(target.Status.Conditions) > 0 || startUncertain(s.gens) != nil || killUnproven(s.gens) != nil {
-		return 0
-	}
-	return max(0, swapQuietMax-s.r.Clock.Since(target.CreationTimestamp.Time))
-}
-
-// readAsProgressing: kstatus (Flux), kubectl wait (since
-// kubernetes/kubernetes#97408) and config/argocd/instance.lua already
-// read the status as progressing, unwritten by this agent: after a
-// template edit, one that settled before it, its old generation serving,
-// behind on observedGeneration.
-func (s *instanceScope) readAsProgressing() bool {
 	base := s.patchBase
 	active := s.number(base.Status.ActiveGeneration)
 	settled := meta.IsStatusConditionTrue(base.Status.Conditions, v1.ConditionReady) &&
 		meta.FindStatusCondition(base.Status.Conditions, v1.ConditionReconciling) == nil
-	return base.Status.ObservedGeneration < s.inst.Generation && settled && active != nil && ready(active)
+	if base.Status.ObservedGeneration >= s.inst.Generation || !settled || active == nil || !ready(active) ||
+		len(target.Status.Conditions) > 0 || startUncertain(s.gens) != nil || killUnproven(s.gens) != nil {
+		return 0
+	}
+	return max(0, swapQuietMax-s.r.Clock.Since(target.CreationTimestamp.Time))
 }
 
 // abort gives up latest, which failed to take over: the active one keeps
