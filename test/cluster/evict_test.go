@@ -49,7 +49,7 @@ func evictMidSwap(t *testing.T) {
 	pod := agentPod(t).Name
 	kubectl(t, "delete", "pod", "-n", "unitlet-system", pod, "--wait=false")
 	fmt.Printf("test/cluster: agent pod %s deleted %s into the swap\n", pod, time.Since(load.opened).Round(100*time.Millisecond))
-	if n := notServing([]string{"shop"}, old+1); n != 1 {
+	if n := len(notServing([]string{"shop"}, old+1)); n != 1 {
 		t.Fatalf("shop already served generation %d when its agent was deleted: not a swap in progress", old+1)
 	}
 	settleAfterAgentChange(t, pod, []string{"shop"}, old, 5*time.Minute)
@@ -72,8 +72,8 @@ func massRollout(t *testing.T) {
 		}
 	}
 	eventually(t, fmt.Sprintf("%d Instances serving generation 1", massSize), 5*time.Minute, func() (bool, string) {
-		n := notServing(names, 1)
-		return n == 0, fmt.Sprintf("%d not serving: %s", n, notServingWhy(names, 1))
+		not := notServing(names, 1)
+		return len(not) == 0, fmt.Sprintf("%d not serving: %s", len(not), notServingWhy(not, 1))
 	})
 	sockets := make([]string, len(names))
 	for n, name := range names {
@@ -92,7 +92,7 @@ func massRollout(t *testing.T) {
 	})
 	pod := agentPod(t).Name
 	kubectl(t, "rollout", "restart", "-n", "unitlet-system", "ds/unitlet-agent")
-	pending := notServing(names, 2)
+	pending := len(notServing(names, 2))
 	fmt.Printf("test/cluster: rollout restart %s into the swap, %d of %d Instances not yet serving generation 2\n",
 		time.Since(load.opened).Round(100*time.Millisecond), pending, massSize)
 	if pending == 0 {
@@ -256,27 +256,24 @@ func generationsOf(names []string) (map[string]map[int64]*v1.Generation, error) 
 	return out, nil
 }
 
-// notServing counts the Instances of names not serving generation n.
-func notServing(names []string, n int64) int {
-	count := 0
+// notServing is the Instances of names not serving generation n.
+func notServing(names []string, n int64) []string {
+	var not []string
 	for _, name := range names {
 		inst := &v1.Instance{}
 		err := k8s.Get(context.Background(), client.ObjectKey{Namespace: testutil.Namespace, Name: name}, inst)
 		if err != nil || inst.Status.ActiveGeneration != n || !meta.IsStatusConditionTrue(inst.Status.Conditions, v1.ConditionReady) {
-			count++
+			not = append(not, name)
 		}
 	}
-	return count
+	return not
 }
 
-// notServingWhy says, for each Instance of names not serving generation
-// n, its conditions and generation n's phase and conditions.
+// notServingWhy says, for each Instance of names, its conditions and
+// generation n's phase and conditions.
 func notServingWhy(names []string, n int64) string {
 	var why []string
 	for _, name := range names {
-		if notServing([]string{name}, n) == 0 {
-			continue
-		}
 		inst, g := &v1.Instance{}, &v1.Generation{}
 		_ = k8s.Get(context.Background(), client.ObjectKey{Namespace: testutil.Namespace, Name: name}, inst)
 		_ = k8s.Get(context.Background(), generationKey(name, n), g)
