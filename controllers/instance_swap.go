@@ -22,7 +22,8 @@ import (
 // generation gone first; Overlap raises the parent limit before the
 // successor can start.
 func (r *InstanceReconciler) ensureLatest(ctx context.Context, s *instanceScope) (ctrl.Result, error) {
-	d := decideSwap(s.swapFacts())
+	f := s.swapFacts()
+	d := decideSwap(f)
 	next := s.nextNumber()
 	switch d.action {
 	case swapRetireAll:
@@ -49,6 +50,7 @@ func (r *InstanceReconciler) ensureLatest(ctx context.Context, s *instanceScope)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
+		ctrl.LoggerFrom(ctx).Info("generation created", "number", next, "cause", createCause(f))
 		s.gens = append(s.gens, g)
 	}
 	return ctrl.Result{}, nil

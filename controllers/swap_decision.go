@@ -1,6 +1,8 @@
 package controllers
 
 import (
+	"strconv"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
@@ -143,6 +145,33 @@ func decideSwap(f swapFacts) swapDecision {
 func outdated(g *v1.Generation, f swapFacts) bool {
 	return g.Annotations[AnnotationTemplateHash] != f.hash || (g.Spec.Host != "" && g.Spec.Host != f.host) ||
 		(f.keyFingerprint != "" && g.Spec.KeyFingerprint != f.keyFingerprint)
+}
+
+// createCause says why decideSwap makes a generation after latest: what
+// an operator reads in the agent's log when a generation appears that no
+// edit asked for.
+func createCause(f swapFacts) string {
+	latest := f.latest
+	switch {
+	case latest == nil:
+		return "first"
+	case latest.Annotations[AnnotationTemplateHash] != f.hash:
+		return "template changed: hash " + latest.Annotations[AnnotationTemplateHash] + " -> " + f.hash
+	case latest.Spec.Host != "" && latest.Spec.Host != f.host:
+		return "host changed: " + latest.Spec.Host + " -> " + f.host
+	case f.keyFingerprint != "" && latest.Spec.KeyFingerprint != f.keyFingerprint:
+		return "instance key changed: " + short(latest.Spec.KeyFingerprint) + " -> " + short(f.keyFingerprint)
+	default:
+		return "generation " + strconv.FormatInt(latest.Spec.Number, 10) + " retired (" + retiredBecause(latest) + ") and nothing runs"
+	}
+}
+
+// short is a fingerprint's first 12 characters, as logs print them.
+func short(fp string) string {
+	if len(fp) > 12 {
+		return fp[:12]
+	}
+	return fp
 }
 
 // unresolved: g's start was given up with its outcome unknown; nothing

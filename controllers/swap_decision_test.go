@@ -5,6 +5,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
 )
@@ -258,6 +259,43 @@ func TestDecideSwap(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want, render(decideSwap(f))); diff != "" {
 				t.Errorf("decision (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestCreateCause(t *testing.T) {
+	tests := map[string]struct {
+		latest *gb
+		key    string
+		want   string
+	}{
+		"no generation yet": {want: "first"},
+		"a template edit": {
+			latest: ptr.To(generation(1, "old").ready()),
+			want:   "template changed: hash old -> h",
+		},
+		"another host": {
+			latest: ptr.To(generation(1, "h").host("old.example.com").ready()),
+			want:   "host changed: old.example.com -> h.example.com",
+		},
+		"a rotated key": {
+			latest: ptr.To(generation(1, "h").key("0123456789abcdef").ready()), key: "fedcba9876543210",
+			want: "instance key changed: 0123456789ab -> fedcba987654",
+		},
+		"the app exited and was retired": {
+			latest: ptr.To(generation(1, "h").exited().retired(RetiredExited)),
+			want:   "generation 1 retired (Exited) and nothing runs",
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			f := swapFacts{hash: "h", host: "h.example.com", keyFingerprint: tc.key}
+			if tc.latest != nil {
+				f.latest = tc.latest.g
+			}
+			if diff := cmp.Diff(tc.want, createCause(f)); diff != "" {
+				t.Errorf("createCause (-want,+got):\n%s", diff)
 			}
 		})
 	}

@@ -270,17 +270,30 @@ func notServing(names []string, n int64) []string {
 }
 
 // notServingWhy says, for each Instance of names, its conditions and
-// generation n's phase and conditions.
+// key, generation n's phase and conditions, and what generation n and the
+// one after it were made of (a successor no edit asked for shows there).
 func notServingWhy(names []string, n int64) string {
 	var why []string
 	for _, name := range names {
-		inst, g := &v1.Instance{}, &v1.Generation{}
+		inst, g, next := &v1.Instance{}, &v1.Generation{}, &v1.Generation{}
 		_ = k8s.Get(context.Background(), client.ObjectKey{Namespace: testutil.Namespace, Name: name}, inst)
 		_ = k8s.Get(context.Background(), generationKey(name, n), g)
-		why = append(why, fmt.Sprintf("%s: active %d, %s; generation %d %s %s", name, inst.Status.ActiveGeneration,
-			testutil.Conditions(inst.Status.Conditions), n, g.Status.Phase, testutil.Conditions(g.Status.Conditions)))
+		_ = k8s.Get(context.Background(), generationKey(name, n+1), next)
+		why = append(why, fmt.Sprintf("%s: active %d, key %s, %s; generation %d %s %s (made of %s); generation %d made of %s",
+			name, inst.Status.ActiveGeneration, inst.Status.KeyFingerprint, testutil.Conditions(inst.Status.Conditions),
+			n, g.Status.Phase, testutil.Conditions(g.Status.Conditions), madeOf(g), n+1, madeOf(next)))
 	}
 	return strings.Join(why, "; ")
+}
+
+// madeOf is what decides whether g is outdated: its template hash, host
+// and key, and when it was made.
+func madeOf(g *v1.Generation) string {
+	if g.Name == "" {
+		return "nothing (none)"
+	}
+	return fmt.Sprintf("hash %s, host %s, key %s, at %s", g.Annotations["hosting.unitlet.dev/template-hash"],
+		g.Spec.Host, g.Spec.KeyFingerprint, g.CreationTimestamp.Format(time.TimeOnly))
 }
 
 // nodeAgrees checks each Generation's unit in the guest against its

@@ -73,7 +73,9 @@ func run(m *testing.M) int {
 		for _, p := range []string{"kube-controller-manager", "kube-scheduler"} {
 			fmt.Fprintf(os.Stderr, "test/cluster: %s's log:\n%s\n", p, c.Log(p, 30))
 		}
-		for _, s := range []string{"journalctl -u kubelet --no-pager -n 60 -o cat", "ctr -n k8s.io containers ls 2>&1 || true"} {
+		for _, s := range []string{"journalctl -u kubelet --no-pager -n 60 -o cat", "ctr -n k8s.io containers ls 2>&1 || true",
+			// Why each generation was made, and each key minted.
+			"grep -h 'generation created\\|instance key' /var/log/pods/unitlet-system_*/*/*.log | tail -120 || true"} {
 			out, _ := c.VM.Run(context.Background(), s)
 			fmt.Fprintf(os.Stderr, "test/cluster: %s:\n%s\n", s, out)
 		}
