@@ -207,7 +207,8 @@ run: dev-up build ## dev-up, the cluster side (relay, nodewatch) in the backgrou
 .PHONY: image
 image: ## Build the agent's container image as a tarball, bin/unitlet-image.tar (no container engine needed).
 	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w $(LDFLAGS)" -o $(BIN)/unitlet-static .
-	go run ./hack/image --binary $(BIN)/unitlet-static --tag $${IMG:-unitlet.dev/unitlet:dev} --out $(BIN)/unitlet-image.tar
+	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o $(BIN)/unitlet-shim-static ./cmd/unitlet-shim
+	go run ./hack/image --binary $(BIN)/unitlet-static --shim $(BIN)/unitlet-shim-static --tag $${IMG:-unitlet.dev/unitlet:dev} --out $(BIN)/unitlet-image.tar
 	@# The test cluster's sandbox image: no registry is reachable here.
 	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o $(BIN)/pause ./hack/pause
 	go run ./hack/image --binary $(BIN)/pause --path /pause --tag unitlet.dev/pause:dev --out $(BIN)/pause-image.tar

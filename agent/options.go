@@ -121,7 +121,7 @@ func Parse(args []string) (Options, error) {
 	fs.StringVar(&o.RunRoot, "run-root", "/run/unitlet", "root of the Instances' run directories and sockets")
 	fs.StringVar(&o.CgroupRoot, "cgroup-root", "unitlet", "cgroup (relative to the hierarchy root) under which Instances are placed")
 	fs.StringVar(&o.UnitBackend, "unit-backend", BackendAuto, "how units are started: systemd, direct or auto (systemd when its bus answers)")
-	fs.StringVar(&o.ShimBinary, "shim-binary", "", "the direct backend's per-unit helper (shim and trampoline); empty: unitlet-shim beside this binary, else this binary itself")
+	fs.StringVar(&o.ShimBinary, "shim-binary", "", "the per-unit helper every unit runs (trampoline; the direct backend's shim; systemd's exit record); empty: unitlet-shim beside this binary, else this binary itself")
 	fs.BoolVar(&o.RequireEnrollment, "require-enrollment", true, "host nothing until this node's Enrollment is approved and its guard armed")
 	fs.StringVar(&o.SocketGroup, "socket-group", "unitlet", "group that owns the Instances' run dirs and sockets (a proxy in it can connect)")
 	fs.StringVar(&o.HostEtc, "host-etc", "/etc", "the node's /etc as the agent sees it (its user and group database); in a container, the host's /etc mounted there")

@@ -10,6 +10,7 @@ import (
 	sddbus "github.com/coreos/go-systemd/v22/dbus"
 	"github.com/go-logr/logr"
 
+	"github.com/unitlet/unitlet/agent/selfinstall"
 	"github.com/unitlet/unitlet/controllers/metrics"
 	"github.com/unitlet/unitlet/runtime/cgroups"
 	"github.com/unitlet/unitlet/runtime/identity"
@@ -40,18 +41,20 @@ func newRuntime(opts Options, log logr.Logger) (*node.Node, string, error) {
 		}
 		cancel()
 	}
+	// Every unit's own processes (trampoline, shim, exit record) run the
+	// small helper: they are charged to the app's tier.
+	shimExe, err := shimBinary(opts.ShimBinary, exe, log)
+	if err != nil {
+		return nil, "", err
+	}
 	var backend units.Backend
 	switch name {
 	case BackendSystemd:
 		backend, err = units.NewSystemd(units.SystemdConfig{
-			Connect: sddbus.NewSystemConnectionContext, Exe: exe, ProofBudget: proofBudget,
+			Connect: sddbus.NewSystemConnectionContext, Exe: shimExe, ProofBudget: proofBudget,
 			CgroupDirs: hostCgroupDirs(log), Layout: lay, Log: log.WithName("systemd"),
 		})
 	default:
-		var shimExe string
-		if shimExe, err = shimBinary(opts.ShimBinary, exe, log); err != nil {
-			return nil, "", err
-		}
 		backend, err = units.NewDirect(units.DirectConfig{
 			Layout: lay, Exe: shimExe, ProofBudget: proofBudget, Log: log.WithName("direct"),
 		})
@@ -72,12 +75,14 @@ func newRuntime(opts Options, log logr.Logger) (*node.Node, string, error) {
 
 // ShimName is the per-unit helper's file name, looked for beside the
 // agent's binary.
-const ShimName = "unitlet-shim"
+const ShimName = selfinstall.ShimName
 
-// shimBinary is the binary the direct backend runs as each unit's shim and
-// trampoline: the one asked for (which must exist), else unitlet-shim
-// beside the agent's own binary, else the agent's binary itself (it has
-// the same roles; each shim then keeps ~7 MiB more, which is logged).
+// shimBinary is the binary each unit runs as its trampoline (and, on the
+// direct backend, its shim; on systemd, its exit record): the one asked
+// for (which must exist), else unitlet-shim beside the agent's own binary,
+// else the agent's binary itself (it has the same roles, but each start
+// then pays the agent's ~40 MiB and package inits inside the app's tier,
+// which is logged).
 func shimBinary(asked, self string, log logr.Logger) (string, error) {
 	if asked != "" {
 		if _, err := os.Stat(asked); err != nil {
@@ -89,7 +94,7 @@ func shimBinary(asked, self string, log logr.Logger) (string, error) {
 	if _, err := os.Stat(beside); err == nil {
 		return beside, nil
 	}
-	log.Info("no "+ShimName+" beside the agent: its own binary serves as every unit's shim, at several MiB more per unit", "looked", beside)
+	log.Info("no "+ShimName+" beside the agent: its own binary serves as every unit's trampoline and shim, at ~40 MiB more inside each app's tier while it starts", "looked", beside)
 	return self, nil
 }
 

@@ -1,20 +1,28 @@
-// Package selfinstall copies the running binary to a host path: the
-// DaemonSet's init container runs it, so the image needs no shell. Host
-// systemd runs "<binary> exec" from that path, and units may be running
-// the previous copy, so the new one is written beside it and renamed over
-// it: a running binary is never truncated.
+// Package selfinstall copies the running binary, and the per-unit helper
+// beside it, to a host path: the DaemonSet's init container runs it, so
+// the image needs no shell. Host systemd runs "<helper> exec" from that
+// directory, and units may be running the previous copies, so each new one
+// is written beside its old one and renamed over it: a running binary is
+// never truncated.
 package selfinstall
 
 import (
+	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 
 	"github.com/unitlet/unitlet/runtime/instancefs"
 )
 
-// Main is "unitlet install --to PATH".
+// ShimName is the per-unit helper's file name (cmd/unitlet-shim), beside
+// the agent's binary in its image and where it is installed.
+const ShimName = "unitlet-shim"
+
+// Main is "unitlet install --to PATH": the helper first (when it lies
+// beside this binary), so an agent started from PATH finds it.
 func Main(args []string) int {
 	fs := flag.NewFlagSet("install", flag.ContinueOnError)
 	to := fs.String("to", "", "absolute path the binary is installed at")
@@ -23,14 +31,34 @@ func Main(args []string) int {
 	}
 	self, err := os.Executable()
 	if err == nil {
-		err = Install(self, *to)
+		err = installWithShim(self, *to)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "unitlet install:", err)
 		return 1
 	}
-	fmt.Fprintln(os.Stderr, "unitlet install: installed", *to)
 	return 0
+}
+
+// installWithShim installs self at to, and the helper beside self (if
+// there is one) beside to.
+func installWithShim(self, to string) error {
+	shim := filepath.Join(filepath.Dir(self), ShimName)
+	switch _, err := os.Stat(shim); {
+	case err == nil:
+		dst := filepath.Join(filepath.Dir(to), ShimName)
+		if err := Install(shim, dst); err != nil {
+			return err
+		}
+		fmt.Fprintln(os.Stderr, "unitlet install: installed", dst)
+	case !errors.Is(err, fs.ErrNotExist):
+		return err
+	}
+	if err := Install(self, to); err != nil {
+		return err
+	}
+	fmt.Fprintln(os.Stderr, "unitlet install: installed", to)
+	return nil
 }
 
 // Install copies src to dst (0755) with instancefs' atomic write (temp

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 func TestInstallReplacesARunningBinary(t *testing.T) {
@@ -40,5 +42,48 @@ func TestInstallReplacesARunningBinary(t *testing.T) {
 func TestInstallRefusesARelativePath(t *testing.T) {
 	if err := Install("/bin/true", "bin/unitlet"); err == nil || !strings.Contains(err.Error(), "absolute") {
 		t.Fatalf("relative --to: %v", err)
+	}
+}
+
+// The helper beside the image's binary goes beside the installed one; an
+// image without it installs the binary alone.
+func TestInstallWithShim(t *testing.T) {
+	tests := map[string]struct {
+		shim bool
+		want []string
+	}{
+		"with the helper":    {shim: true, want: []string{"unitlet", ShimName}},
+		"without the helper": {want: []string{"unitlet"}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			image, host := t.TempDir(), filepath.Join(t.TempDir(), "bin")
+			files := map[string]string{"unitlet": "agent\n"}
+			if tc.shim {
+				files[ShimName] = "helper\n"
+			}
+			for f, content := range files {
+				if err := os.WriteFile(filepath.Join(image, f), []byte(content), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := installWithShim(filepath.Join(image, "unitlet"), filepath.Join(host, "unitlet")); err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, f := range []string{"unitlet", ShimName} {
+				b, err := os.ReadFile(filepath.Join(host, f))
+				if err != nil {
+					continue
+				}
+				if string(b) != files[f] {
+					t.Errorf("%s installed as %q, want %q", f, b, files[f])
+				}
+				got = append(got, f)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("installed (-want,+got):\n%s", diff)
+			}
+		})
 	}
 }

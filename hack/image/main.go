@@ -1,8 +1,8 @@
 // Command image writes a one-binary container image tarball (`make image`:
-// the agent's, and the test cluster's pause image):
-// no container engine runs on the machines that build it.
+// the agent's with its per-unit helper beside it, and the test cluster's
+// pause image): no container engine runs on the machines that build it.
 //
-// With --platform (repeated, os/arch=FILE) it writes instead one OCI
+// With --platform (repeated, os/arch=FILE[,SHIM]) it writes instead one OCI
 // archive holding an image index, one image per platform (`make release`),
 // and prints the index's digest.
 package main
@@ -26,16 +26,17 @@ func (p *platforms) Set(s string) error { *p = append(*p, s); return nil }
 
 func main() {
 	binary := flag.String("binary", "bin/unitlet-static", "static unitlet binary (CGO_ENABLED=0)")
+	shim := flag.String("shim", "", "the static per-unit helper (cmd/unitlet-shim) placed beside the binary; empty: none")
 	path := flag.String("path", agentimage.Path, "where the binary sits in the image (its entrypoint)")
 	tag := flag.String("tag", "unitlet.dev/unitlet:dev", "the image's name and tag")
 	out := flag.String("out", "bin/unitlet-image.tar", "the image tarball to write")
 	var plats platforms
-	flag.Var(&plats, "platform", "os/arch=FILE: one platform's static binary; repeated, writes an OCI archive with an image index (--binary is then unused)")
+	flag.Var(&plats, "platform", "os/arch=FILE[,SHIM]: one platform's static binary and helper; repeated, writes an OCI archive with an image index (--binary and --shim are then unused)")
 	flag.Parse()
 	var digest v1.Hash
 	var err error
 	if len(plats) == 0 {
-		digest, err = agentimage.WriteFile(*binary, *path, *tag, *out)
+		digest, err = agentimage.WriteFile(*binary, *shim, *path, *tag, *out)
 	} else {
 		digest, err = writeIndex(plats, *path, *tag, *out)
 	}

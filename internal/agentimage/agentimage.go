@@ -1,9 +1,10 @@
 // Package agentimage builds the agent's container image (and the test
 // cluster's pause image) without a container engine: one layer holding a
-// static binary (the agent's: /unitlet), written as an image tarball (the `docker save` layout:
+// static binary (the agent's: /unitlet, with its per-unit helper beside it
+// at /unitlet-shim), written as an image tarball (the `docker save` layout:
 // manifest.json, config, layer) that `ctr images import`, `docker load` and
 // kind read; no registry is needed to get it onto a node. The layer's bytes depend on
-// the binary alone (no timestamps), so the same binary gives the same image.
+// the binaries alone (no timestamps), so the same binaries give the same image.
 package agentimage
 
 import (
@@ -12,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	pathpkg "path"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -20,30 +22,53 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/unitlet/unitlet/agent/selfinstall"
 )
 
 // Path is where the agent's binary sits in its image; the DaemonSet runs
 // it.
 const Path = "/unitlet"
 
+// File is one executable in the image's layer, at Path (absolute).
+type File struct {
+	Path string
+	Data []byte
+}
+
+// Beside is the helper's File beside binary's path (see ShimPath), none
+// when shim is empty.
+func Beside(path string, shim []byte) []File {
+	if len(shim) == 0 {
+		return nil
+	}
+	return []File{{Path: ShimPath(path), Data: shim}}
+}
+
+// ShimPath is where the per-unit helper sits beside the binary at path:
+// `unitlet install` copies it from there to the host beside the agent.
+func ShimPath(path string) string { return pathpkg.Join(pathpkg.Dir(path), selfinstall.ShimName) }
+
 // Build returns the linux/amd64 image of binary at path (absolute), run as
-// its entrypoint.
-func Build(binary []byte, path string) (v1.Image, error) {
-	return BuildFor(binary, path, v1.Platform{OS: "linux", Architecture: "amd64"})
+// its entrypoint, with extra files beside it.
+func Build(binary []byte, path string, extra ...File) (v1.Image, error) {
+	return BuildFor(binary, path, v1.Platform{OS: "linux", Architecture: "amd64"}, extra...)
 }
 
 // BuildFor returns the image of binary, built for platform, at path
-// (absolute), run as its entrypoint.
-func BuildFor(binary []byte, path string, platform v1.Platform) (v1.Image, error) {
+// (absolute), run as its entrypoint, with extra files beside it.
+func BuildFor(binary []byte, path string, platform v1.Platform, extra ...File) (v1.Image, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
-	if err := tw.WriteHeader(&tar.Header{
-		Name: path[1:], Mode: 0o755, Size: int64(len(binary)), Typeflag: tar.TypeReg, Format: tar.FormatPAX,
-	}); err != nil {
-		return nil, err
-	}
-	if _, err := tw.Write(binary); err != nil {
-		return nil, err
+	for _, f := range append([]File{{Path: path, Data: binary}}, extra...) {
+		if err := tw.WriteHeader(&tar.Header{
+			Name: f.Path[1:], Mode: 0o755, Size: int64(len(f.Data)), Typeflag: tar.TypeReg, Format: tar.FormatPAX,
+		}); err != nil {
+			return nil, err
+		}
+		if _, err := tw.Write(f.Data); err != nil {
+			return nil, err
+		}
 	}
 	if err := tw.Close(); err != nil {
 		return nil, err
@@ -73,13 +98,19 @@ func BuildFor(binary []byte, path string, platform v1.Platform) (v1.Image, error
 	return mutate.ConfigFile(img, cfg)
 }
 
-// WriteFile builds the image of the binary at binaryPath, placed at path,
-// and writes it to out under tag, through a temporary file renamed into
-// place.
-func WriteFile(binaryPath, path, tag, out string) (v1.Hash, error) {
+// WriteFile builds the image of the binary at binaryPath, placed at path
+// (with the helper at shimPath beside it, unless shimPath is empty), and
+// writes it to out under tag, through a temporary file renamed into place.
+func WriteFile(binaryPath, shimPath, path, tag, out string) (v1.Hash, error) {
 	bin, err := os.ReadFile(binaryPath)
 	if err != nil {
 		return v1.Hash{}, err
+	}
+	var shim []byte
+	if shimPath != "" {
+		if shim, err = os.ReadFile(shimPath); err != nil {
+			return v1.Hash{}, err
+		}
 	}
 	ref, err := name.NewTag(tag)
 	if err != nil {
@@ -88,7 +119,7 @@ func WriteFile(binaryPath, path, tag, out string) (v1.Hash, error) {
 	if !strings.HasPrefix(path, "/") || len(path) < 2 {
 		return v1.Hash{}, fmt.Errorf("path %q: want an absolute file path", path)
 	}
-	img, err := Build(bin, path)
+	img, err := Build(bin, path, Beside(path, shim)...)
 	if err != nil {
 		return v1.Hash{}, err
 	}

@@ -13,18 +13,21 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 )
 
-// The tarball reads back as one OCI image whose only file is the binary,
-// executable, at /unitlet, run as its entrypoint; the same binary gives
-// the same digest.
+// The tarball reads back as one OCI image whose files are the binary,
+// executable, at /unitlet, run as its entrypoint, and the helper beside
+// it; the same binaries give the same digest.
 func TestImageTarball(t *testing.T) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "unitlet")
-	want := []byte("#!/not/really/an/elf\n")
-	if err := os.WriteFile(bin, want, 0o755); err != nil {
-		t.Fatal(err)
+	shim := filepath.Join(dir, "unitlet-shim")
+	want := map[string][]byte{"unitlet": []byte("#!/not/really/an/elf\n"), "unitlet-shim": []byte("#!/not/the/helper\n")}
+	for name, b := range want {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 	out := filepath.Join(dir, "image.tar")
-	d1, err := WriteFile(bin, Path, "unitlet.dev/unitlet:test", out)
+	d1, err := WriteFile(bin, shim, Path, "unitlet.dev/unitlet:test", out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,17 +53,15 @@ func TestImageTarball(t *testing.T) {
 			t.Fatal(err)
 		}
 		files = append(files, h.Name)
-		if h.Name == "unitlet" {
-			got, _ := io.ReadAll(tr)
-			if !bytes.Equal(got, want) || h.Mode&0o111 == 0 {
-				t.Errorf("/unitlet: mode %o, content %q", h.Mode, got)
-			}
+		got, _ := io.ReadAll(tr)
+		if !bytes.Equal(got, want[h.Name]) || h.Mode&0o111 == 0 {
+			t.Errorf("/%s: mode %o, content %q", h.Name, h.Mode, got)
 		}
 	}
-	if diff := cmp.Diff([]string{"unitlet"}, files); diff != "" {
+	if diff := cmp.Diff([]string{"unitlet", "unitlet-shim"}, files); diff != "" {
 		t.Errorf("files (-want,+got):\n%s", diff)
 	}
-	d2, err := WriteFile(bin, Path, "unitlet.dev/unitlet:test", out)
+	d2, err := WriteFile(bin, shim, Path, "unitlet.dev/unitlet:test", out)
 	if err != nil || d1 != d2 {
 		t.Errorf("same binary, digests %s and %s (%v)", d1, d2, err)
 	}

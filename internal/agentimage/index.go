@@ -25,39 +25,48 @@ const (
 	AnnotationRefName        = "org.opencontainers.image.ref.name"
 )
 
-// PlatformBinary is one platform's static binary for an index.
+// PlatformBinary is one platform's static binary for an index, and its
+// per-unit helper (none: nil).
 type PlatformBinary struct {
 	Platform v1.Platform
 	Binary   []byte
+	Shim     []byte
 }
 
-// ParsePlatformBinary reads "os/arch[/variant]=FILE" (hack/image's
-// --platform flag) and the file it names.
+// ParsePlatformBinary reads "os/arch[/variant]=FILE[,SHIM]" (hack/image's
+// --platform flag) and the files it names.
 func ParsePlatformBinary(s string) (PlatformBinary, error) {
-	plat, file, ok := strings.Cut(s, "=")
-	if !ok || file == "" {
-		return PlatformBinary{}, fmt.Errorf("%q: want os/arch=FILE", s)
+	plat, files, ok := strings.Cut(s, "=")
+	file, shim, withShim := strings.Cut(files, ",")
+	if !ok || file == "" || (withShim && shim == "") {
+		return PlatformBinary{}, fmt.Errorf("%q: want os/arch=FILE[,SHIM]", s)
 	}
 	p, err := v1.ParsePlatform(plat)
 	if err != nil || p.OS == "" || p.Architecture == "" {
-		return PlatformBinary{}, fmt.Errorf("%q: want os/arch=FILE (platform %q)", s, plat)
+		return PlatformBinary{}, fmt.Errorf("%q: want os/arch=FILE[,SHIM] (platform %q)", s, plat)
 	}
-	bin, err := os.ReadFile(file)
-	if err != nil {
+	pb := PlatformBinary{Platform: *p}
+	if pb.Binary, err = os.ReadFile(file); err != nil {
 		return PlatformBinary{}, fmt.Errorf("%s binary: %w", plat, err)
 	}
-	return PlatformBinary{Platform: *p, Binary: bin}, nil
+	if withShim {
+		if pb.Shim, err = os.ReadFile(shim); err != nil {
+			return PlatformBinary{}, fmt.Errorf("%s helper: %w", plat, err)
+		}
+	}
+	return pb, nil
 }
 
 // BuildIndex returns the OCI image index of one image per binary, each
-// with its binary at path and its platform in the index.
+// with its binary at path (its helper beside it) and its platform in the
+// index.
 func BuildIndex(binaries []PlatformBinary, path string) (v1.ImageIndex, error) {
 	if len(binaries) == 0 {
 		return nil, fmt.Errorf("an index needs at least one platform's binary")
 	}
 	adds := make([]mutate.IndexAddendum, 0, len(binaries))
 	for _, b := range binaries {
-		img, err := BuildFor(b.Binary, path, b.Platform)
+		img, err := BuildFor(b.Binary, path, b.Platform, Beside(path, b.Shim)...)
 		if err != nil {
 			return nil, fmt.Errorf("%s image: %w", b.Platform, err)
 		}

@@ -11,18 +11,21 @@ import (
 
 // The release archive is one OCI layout whose index.json names the image
 // and points at an index listing linux/amd64 and linux/arm64, each image
-// holding its own platform's binary; the digest returned is that index's,
+// holding its own platform's binary and helper; the digest returned is that index's,
 // and the same binaries give the same archive.
 func TestOCIArchiveIndex(t *testing.T) {
 	dir := t.TempDir()
 	bins := map[string][]byte{"amd64": []byte("amd64 binary\n"), "arm64": []byte("arm64 binary\n")}
 	var pbs []PlatformBinary
 	for _, arch := range []string{"amd64", "arm64"} {
-		file := filepath.Join(dir, "unitlet-"+arch)
+		file, shim := filepath.Join(dir, "unitlet-"+arch), filepath.Join(dir, "unitlet-shim-"+arch)
 		if err := os.WriteFile(file, bins[arch], 0o755); err != nil {
 			t.Fatal(err)
 		}
-		pb, err := ParsePlatformBinary("linux/" + arch + "=" + file)
+		if err := os.WriteFile(shim, []byte(arch+" helper\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		pb, err := ParsePlatformBinary("linux/" + arch + "=" + file + "," + shim)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -46,8 +49,8 @@ func TestOCIArchiveIndex(t *testing.T) {
 		t.Errorf("index.json entry: %s %s, want unitlet.dev/unitlet:v0.0.0-test %s", got.Name, got.Digest, digest)
 	}
 	want := map[string]map[string][]byte{
-		"linux/amd64": {"unitlet": []byte("amd64 binary\n")},
-		"linux/arm64": {"unitlet": []byte("arm64 binary\n")},
+		"linux/amd64": {"unitlet": []byte("amd64 binary\n"), "unitlet-shim": []byte("amd64 helper\n")},
+		"linux/arm64": {"unitlet": []byte("arm64 binary\n"), "unitlet-shim": []byte("arm64 helper\n")},
 	}
 	if diff := cmp.Diff(want, got.Files); diff != "" {
 		t.Errorf("platform -> files (-want,+got):\n%s", diff)
@@ -73,6 +76,8 @@ func TestParsePlatformBinaryRejects(t *testing.T) {
 		"empty file":     "linux/amd64=",
 		"no platform":    "=" + file,
 		"missing binary": "linux/arm64=" + file + ".absent",
+		"empty helper":   "linux/amd64=" + file + ",",
+		"missing helper": "linux/amd64=" + file + "," + file + ".absent",
 	} {
 		t.Run(name, func(t *testing.T) {
 			if _, err := ParsePlatformBinary(arg); err == nil {

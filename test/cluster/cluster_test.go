@@ -17,9 +17,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/unitlet/unitlet/agent/selfinstall"
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
 	"github.com/unitlet/unitlet/internal/agentimage"
 	"github.com/unitlet/unitlet/internal/testkit/cluster"
+	"github.com/unitlet/unitlet/internal/testkit/nodevm"
 	"github.com/unitlet/unitlet/internal/testkit/testenv"
 	"github.com/unitlet/unitlet/internal/testkit/testutil"
 )
@@ -101,6 +103,28 @@ func approveAndServe(t *testing.T) {
 		}
 	}
 	kubectl(t, "wait", "--for=condition=Ready", "--timeout=180s", "inst/shop", "inst/ledger")
+	unitRunsTheHelper(t, kube.Generation(t, "shop", 1).Status.Unit)
+}
+
+// unitRunsTheHelper: the unit starts the app and records its exit with
+// the small helper the image holds beside the agent (installed beside it
+// on the host), not the agent's binary, whose start-up would be charged
+// to the app's tier.
+func unitRunsTheHelper(t *testing.T, unit string) {
+	t.Helper()
+	helper := filepath.Join(filepath.Dir(nodevm.AgentBinary), selfinstall.ShimName)
+	out := c.VM.MustRun(t, "systemctl show -p ExecStart -p ExecStopPost '"+unit+"'")
+	for _, prop := range []string{"ExecStart=", "ExecStopPost="} {
+		line := ""
+		for _, l := range strings.Split(out, "\n") {
+			if strings.HasPrefix(l, prop) {
+				line = l
+			}
+		}
+		if !strings.Contains(line, "path="+helper+" ") {
+			t.Errorf("%s %s runs %q, want the helper %s", unit, prop, line, helper)
+		}
+	}
 }
 
 // envFromOptIn: with the shipped RBAC the agent reads a Secret only in a
@@ -194,7 +218,8 @@ func swapUnderLoad(t *testing.T) {
 func rollout(t *testing.T) {
 	before := []*v1.Generation{kube.Generation(t, "shop", 2), kube.Generation(t, "ledger", 1)}
 	tar := filepath.Join(t.TempDir(), "next.tar")
-	if _, err := agentimage.WriteFile(filepath.Join(testenv.RepoRoot(), "bin", "unitlet-static"), agentimage.Path, nextImage, tar); err != nil {
+	if _, err := agentimage.WriteFile(filepath.Join(testenv.RepoRoot(), "bin", "unitlet-static"),
+		filepath.Join(testenv.RepoRoot(), "bin", "unitlet-shim-static"), agentimage.Path, nextImage, tar); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(tar)

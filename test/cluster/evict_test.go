@@ -36,7 +36,7 @@ func evictMidSwap(t *testing.T) {
 	old := shop.Status.ActiveGeneration
 	steady := servingGenerations(t, "ledger")
 	c.VM.Front(t, shop.Status.Socket, "unitlet", frontPort)
-	load := startWindowLoad(t, 4)
+	load := startWindowLoad(t, 4, 0)
 	load.open()
 	kube.UpdateInstance(t, "shop", time.Minute, func(i *v1.Instance) {
 		i.Spec.Template.Env[0].Value = fmt.Sprintf("shop-v%d.example.com", old+1)
@@ -71,7 +71,7 @@ func massRollout(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, fmt.Sprintf("%d Instances serving generation 1", massSize), 5*time.Minute, func() (bool, string) {
+	eventually(t, fmt.Sprintf("%d Instances serving generation 1", massSize), 6*time.Minute, func() (bool, string) {
 		not := notServing(names, 1)
 		return len(not) == 0, fmt.Sprintf("%d not serving: %s", len(not), notServingWhy(not, 1))
 	})
@@ -80,7 +80,11 @@ func massRollout(t *testing.T) {
 		sockets[n] = kube.Instance(t, name).Status.Socket
 	}
 	c.VM.FrontAll(t, sockets, "unitlet", frontPort)
-	load := startWindowLoad(t, 8)
+	// Paced: back to back, 8 clients take every cycle the two emulated
+	// CPUs have (~26 answers a second), and 20 new generations' Python
+	// then take minutes to open their sockets. About 10 a second is load
+	// on every swap without starving it.
+	load := startWindowLoad(t, 8, 800*time.Millisecond)
 	load.open()
 	for _, name := range names {
 		kube.UpdateInstance(t, name, time.Minute, func(i *v1.Instance) { i.Spec.Template.Env[0].Value = i.Name + "-v2" })
@@ -113,7 +117,10 @@ func massInstance(t testing.TB, name string) *v1.Instance {
 	i.Name, i.Spec.Host, i.Labels = name, name+".example.com", map[string]string{massLabel: "true"}
 	i.Spec.Template.Env = []v1.EnvVar{{Name: "GREETING_HOST", Value: name}}
 	i.Spec.Template.Tier = v1.Tier{Memory: resource.MustParse("48Mi"), CPU: resource.MustParse("250m"), Pids: 64}
-	i.Spec.Template.Readiness.TimeoutSeconds = 120
+	// Twenty Python starts at once on two emulated CPUs take minutes; a
+	// generation given up as not ready is replaced by the next number,
+	// which this step would misread as a swap that did not happen.
+	i.Spec.Template.Readiness.TimeoutSeconds = 240
 	i.Spec.Overlap = &v1.Overlap{Memory: ptr.To(resource.MustParse("96Mi"))}
 	return i
 }
@@ -365,10 +372,10 @@ type windowLoad struct {
 }
 
 // startWindowLoad sends requests to the front end from workers clients,
-// for two seconds before it returns: load on the serving generations
-// first.
-func startWindowLoad(t *testing.T, workers int) *windowLoad {
-	w := &windowLoad{load: testutil.StartLoad(fmt.Sprintf("127.0.0.1:%d", c.VM.HostPort(frontPort)), workers, 0, 15*time.Minute)}
+// each waiting pause after each answer, for two seconds before it
+// returns: load on the serving generations first.
+func startWindowLoad(t *testing.T, workers int, pause time.Duration) *windowLoad {
+	w := &windowLoad{load: testutil.StartPacedLoad(fmt.Sprintf("127.0.0.1:%d", c.VM.HostPort(frontPort)), workers, pause, 0, 15*time.Minute)}
 	t.Cleanup(w.load.Stop)
 	time.Sleep(2 * time.Second)
 	return w

@@ -73,7 +73,7 @@ func TestSums(t *testing.T) {
 }
 
 // The image archive holds one index with linux/amd64 and linux/arm64,
-// each with a static binary for its own machine; install.yaml pins every
+// each with a static binary and its per-unit helper for its own machine; install.yaml pins every
 // image to that index's digest; the amd64 binary reports the version.
 func TestImageAndInstaller(t *testing.T) {
 	rel := release.MustFind(t)
@@ -89,9 +89,10 @@ func TestImageAndInstaller(t *testing.T) {
 	var got []string
 	for plat, files := range arch.Files {
 		got = append(got, plat)
-		bin := files[strings.TrimPrefix(agentimage.Path, "/")]
-		if m := elfMachine(t, bin); m != machines[plat] {
-			t.Errorf("%s: the image's binary is for %v", plat, m)
+		for _, path := range []string{agentimage.Path, agentimage.ShimPath(agentimage.Path)} {
+			if m := elfMachine(t, files[strings.TrimPrefix(path, "/")]); m != machines[plat] {
+				t.Errorf("%s: the image's %s is for %v", plat, path, m)
+			}
 		}
 	}
 	sort.Strings(got)

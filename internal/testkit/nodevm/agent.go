@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/unitlet/unitlet/agent/selfinstall"
 	"github.com/unitlet/unitlet/internal/testkit/testenv"
 )
 
@@ -72,7 +73,7 @@ func DaemonSetAgent(node string) (Agent, error) {
 	return a, nil
 }
 
-// InstallAgent puts exe and kubeconfig in the guest and starts the agent
+// InstallAgent puts exe (and the helper beside it) and kubeconfig in the guest and starts the agent
 // as a service with a's arguments (extra follow them: a flag given again
 // wins). Restart=always stands in for the kubelet restarting a container.
 func (v *VM) InstallAgent(ctx context.Context, exe string, kubeconfig []byte, a Agent, extra ...string) error {
@@ -82,6 +83,13 @@ func (v *VM) InstallAgent(ctx context.Context, exe string, kubeconfig []byte, a 
 	}
 	if err := v.WriteFile(ctx, AgentBinary, bin, 0o755); err != nil {
 		return err
+	}
+	// The helper beside exe goes beside the agent, as `unitlet install`
+	// puts the image's there.
+	if shim, err := os.ReadFile(filepath.Join(filepath.Dir(exe), selfinstall.ShimName)); err == nil {
+		if err := v.WriteFile(ctx, filepath.Join(filepath.Dir(AgentBinary), selfinstall.ShimName), shim, 0o755); err != nil {
+			return err
+		}
 	}
 	if err := v.WriteFile(ctx, AgentKubeconfig, kubeconfig, 0o600); err != nil {
 		return err

@@ -37,6 +37,13 @@ func RunLoad(addr string, workers int, min int64, limit time.Duration, stop <-ch
 // StartLoad drives http://addr/ with workers clients until Stop (and min
 // were sent), bounded by limit; Mark reads its tally while it runs.
 func StartLoad(addr string, workers int, min int64, limit time.Duration) *Load {
+	return StartPacedLoad(addr, workers, 0, min, limit)
+}
+
+// StartPacedLoad is StartLoad with each worker waiting pause after each
+// answer: a steady load that leaves the server room, where StartLoad's
+// back-to-back requests take all it has.
+func StartPacedLoad(addr string, workers int, pause time.Duration, min int64, limit time.Duration) *Load {
 	l := &Load{bodies: map[string]int64{}, stop: make(chan struct{})}
 	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: workers}}
 	deadline := time.Now().Add(limit)
@@ -53,6 +60,7 @@ func StartLoad(addr string, workers int, min int64, limit time.Duration) *Load {
 				default:
 				}
 				l.one(c, addr)
+				time.Sleep(pause)
 			}
 		}()
 	}
