@@ -64,7 +64,7 @@ func evictMidSwap(t *testing.T) {
 func massRollout(t *testing.T) {
 	ctx := context.Background()
 	steady := append(servingGenerations(t, "shop"), servingGenerations(t, "ledger")...)
-	names := make([]string, massSize)
+	names, created := make([]string, massSize), time.Now()
 	for n := range names {
 		names[n] = fmt.Sprintf("mass-%02d", n)
 		if err := k8s.Create(ctx, massInstance(t, names[n])); err != nil {
@@ -75,6 +75,8 @@ func massRollout(t *testing.T) {
 		not := notServing(names, 1)
 		return len(not) == 0, fmt.Sprintf("%d not serving: %s", len(not), notServingWhy(not, 1))
 	})
+	fmt.Printf("test/cluster: %d new Instances serving generation 1 %s after their create\n",
+		massSize, time.Since(created).Round(time.Second))
 	sockets := make([]string, len(names))
 	for n, name := range names {
 		sockets[n] = kube.Instance(t, name).Status.Socket
@@ -294,13 +296,14 @@ func notServingWhy(names []string, n int64) string {
 }
 
 // madeOf is what decides whether g is outdated: its template hash, host
-// and key, and when it was made.
+// and key, and when it was made; and why it was retired, if it was (a
+// generation given up as not ready in time reads Exited).
 func madeOf(g *v1.Generation) string {
 	if g.Name == "" {
 		return "nothing (none)"
 	}
-	return fmt.Sprintf("hash %s, host %s, key %s, at %s", g.Annotations["hosting.unitlet.dev/template-hash"],
-		g.Spec.Host, g.Spec.KeyFingerprint, g.CreationTimestamp.Format(time.TimeOnly))
+	return fmt.Sprintf("hash %s, host %s, key %s, at %s, retired because %q", g.Annotations["hosting.unitlet.dev/template-hash"],
+		g.Spec.Host, g.Spec.KeyFingerprint, g.CreationTimestamp.Format(time.TimeOnly), g.Annotations[v1.AnnotationRetiredBecause])
 }
 
 // nodeAgrees checks each Generation's unit in the guest against its
