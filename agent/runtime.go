@@ -64,7 +64,7 @@ func newRuntime(opts Options, log logr.Logger) (*node.Node, string, error) {
 	}
 	n, err := node.New(node.Config{
 		Layout: lay, Backend: backend, SocketGID: socketGID(join.GroupDB{Dir: opts.HostEtc}, opts.SocketGroup, log),
-		Users: identity.Users{Dir: opts.HostEtc}, IDs: opts.AppIDs, Exe: exe, Log: log,
+		Users: identity.Users{Dir: opts.HostEtc}, IDs: opts.AppIDs, Log: log,
 		LogMaxBytes: opts.LogMaxBytes, LogKeep: opts.LogKeep,
 		LogDropped: func(inst node.InstanceRef, reason string) {
 			metrics.LogLineDropped(inst.Namespace, inst.Name, reason)

@@ -51,7 +51,7 @@ func newFakeEnv(t testing.TB) *fakeEnv {
 // newNode is a Node over b.
 func (e *fakeEnv) newNode(t testing.TB, b *unitstest.Backend) *Node {
 	t.Helper()
-	n, err := New(Config{Layout: e.lay, Backend: b, SocketGID: -1, Exe: "/usr/bin/unitlet", Log: testr.NewWithInterface(t, testr.Options{})})
+	n, err := New(Config{Layout: e.lay, Backend: b, SocketGID: -1, Log: testr.NewWithInterface(t, testr.Options{})})
 	if err != nil {
 		t.Fatal(err)
 	}

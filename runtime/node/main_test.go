@@ -104,7 +104,7 @@ func (e *env) newNode(t testing.TB) (*Node, *units.Direct) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := New(Config{Layout: e.lay, Backend: d, SocketGID: -1, Exe: e.exe, Log: log})
+	n, err := New(Config{Layout: e.lay, Backend: d, SocketGID: -1, Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}

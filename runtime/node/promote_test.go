@@ -150,7 +150,7 @@ func TestPromoteSharesSocketWithGroup(t *testing.T) {
 	e := newEnv(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	n, err := New(Config{Layout: e.lay, Backend: e.direct, SocketGID: gid, Exe: e.exe, Log: testr.New(t)})
+	n, err := New(Config{Layout: e.lay, Backend: e.direct, SocketGID: gid, Log: testr.New(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

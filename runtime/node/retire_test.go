@@ -26,7 +26,7 @@ func (stuckKill) Kill(ctx context.Context, _ layout.Slot) error { <-ctx.Done(); 
 // becomes KillUnproven instead of a Retire that never returns.
 func TestRetireBoundsTheKill(t *testing.T) {
 	e := newEnv(t)
-	n, err := New(Config{Layout: e.lay, Backend: stuckKill{e.direct}, SocketGID: -1, Exe: e.exe, Log: testr.New(t)})
+	n, err := New(Config{Layout: e.lay, Backend: stuckKill{e.direct}, SocketGID: -1, Log: testr.New(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,9 +30,7 @@ type Config struct {
 	// uids allocated to Instances without one (zero: identity.DefaultRange).
 	Users identity.Users
 	IDs   identity.Range
-	// Exe is the unitlet binary the backend runs (kept for the record).
-	Exe string
-	Log logr.Logger
+	Log   logr.Logger
 	// LogMaxBytes and LogKeep rotate each instance's log file.
 	LogMaxBytes int64
 	LogKeep     int

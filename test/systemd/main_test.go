@@ -168,7 +168,7 @@ func newRuntime(log logr.Logger) (*node.Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	rt, err := node.New(node.Config{Layout: lay, Backend: backend, SocketGID: -1, Exe: unitExe,
+	rt, err := node.New(node.Config{Layout: lay, Backend: backend, SocketGID: -1,
 		Log: log.WithName("runtime")})
 	if err != nil {
 		backend.Close()
