@@ -1,7 +1,9 @@
 // Command unitlet is the node agent and the small helpers it starts: with
-// no subcommand (or "agent") it runs the agent; "exec" is the trampoline a
-// unit runs before the app; "install" copies the binary to the host (the
-// DaemonSet's init container); "cluster" runs what runs once per cluster
+// no subcommand (or "agent") it runs the agent; "exec" and "exit-record"
+// are the per-unit helper's roles, which units run from unitlet-shim (this
+// binary serves them for units an older agent started, and where no
+// unitlet-shim lies beside it); "install" copies the binary and the helper
+// to the host (the DaemonSet's init container); "cluster" runs what runs once per cluster
 // (its own Deployment: nodewatch, which reads the agents' node Leases);
 // "relay" serves Instances' logs and runs through the API server (an
 // aggregated API, its own Deployment);

@@ -1,7 +1,7 @@
 package controllers
 
 import (
-	"strconv"
+	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 
@@ -142,36 +142,32 @@ func decideSwap(f swapFacts) swapDecision {
 // outdated: g was made of another template, for another host (one made
 // before hosts were frozen serves the Instance's host, whichever), or
 // with another instance key (a rotation; no key yet changes nothing).
-func outdated(g *v1.Generation, f swapFacts) bool {
-	return g.Annotations[AnnotationTemplateHash] != f.hash || (g.Spec.Host != "" && g.Spec.Host != f.host) ||
-		(f.keyFingerprint != "" && g.Spec.KeyFingerprint != f.keyFingerprint)
+func outdated(g *v1.Generation, f swapFacts) bool { return outdatedBy(g, f) != "" }
+
+// outdatedBy says what outdates g ("": nothing).
+func outdatedBy(g *v1.Generation, f swapFacts) string {
+	switch {
+	case g.Annotations[AnnotationTemplateHash] != f.hash:
+		return fmt.Sprintf("template changed: hash %s -> %s", g.Annotations[AnnotationTemplateHash], f.hash)
+	case g.Spec.Host != "" && g.Spec.Host != f.host:
+		return fmt.Sprintf("host changed: %s -> %s", g.Spec.Host, f.host)
+	case f.keyFingerprint != "" && g.Spec.KeyFingerprint != f.keyFingerprint:
+		return fmt.Sprintf("instance key changed: %.12s -> %.12s", g.Spec.KeyFingerprint, f.keyFingerprint)
+	}
+	return ""
 }
 
 // createCause says why decideSwap makes a generation after latest: what
 // an operator reads in the agent's log when a generation appears that no
 // edit asked for.
 func createCause(f swapFacts) string {
-	latest := f.latest
-	switch {
-	case latest == nil:
+	if f.latest == nil {
 		return "first"
-	case latest.Annotations[AnnotationTemplateHash] != f.hash:
-		return "template changed: hash " + latest.Annotations[AnnotationTemplateHash] + " -> " + f.hash
-	case latest.Spec.Host != "" && latest.Spec.Host != f.host:
-		return "host changed: " + latest.Spec.Host + " -> " + f.host
-	case f.keyFingerprint != "" && latest.Spec.KeyFingerprint != f.keyFingerprint:
-		return "instance key changed: " + short(latest.Spec.KeyFingerprint) + " -> " + short(f.keyFingerprint)
-	default:
-		return "generation " + strconv.FormatInt(latest.Spec.Number, 10) + " retired (" + retiredBecause(latest) + ") and nothing runs"
 	}
-}
-
-// short is a fingerprint's first 12 characters, as logs print them.
-func short(fp string) string {
-	if len(fp) > 12 {
-		return fp[:12]
+	if why := outdatedBy(f.latest, f); why != "" {
+		return why
 	}
-	return fp
+	return fmt.Sprintf("generation %d retired (%s) and nothing runs", f.latest.Spec.Number, retiredBecause(f.latest))
 }
 
 // unresolved: g's start was given up with its outcome unknown; nothing
