@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
+	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -59,13 +60,30 @@ func TestAddFinalizerOnAStaleRead(t *testing.T) {
 	}
 }
 
-// TestDeletionWrites: a deletion writes the Instance's status once while
-// it waits for its Generations (not again as each one ends), and nothing
-// once its lease is let go (the Instance is gone then).
+// TestDeletionWrites: a deletion writes the Instance's status at most
+// once while it waits for its Generations (not again as each one ends;
+// not at all where the Instance had settled and they stop as they
+// should), and nothing once its lease is let go (the Instance is gone
+// then).
 func TestDeletionWrites(t *testing.T) {
+	cases := map[string]struct {
+		conditions []metav1.Condition
+		first      int // status writes of the deletion's first reconcile
+	}{
+		"settled before its deletion: quiet":   {conditions: []metav1.Condition{{Type: v1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1.ReasonReconciled}}},
+		"not settled: the deletion is written": {first: 1},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			deletionWrites(t, tc.conditions, tc.first)
+		})
+	}
+}
+
+func deletionWrites(t *testing.T, conditions []metav1.Condition, first int) {
 	now := metav1.Now()
 	inst := &v1.Instance{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "app", UID: "u1", Finalizers: []string{v1.Finalizer},
-		DeletionTimestamp: &now}, Spec: v1.InstanceSpec{NodeName: "n1"}}
+		DeletionTimestamp: &now}, Spec: v1.InstanceSpec{NodeName: "n1"}, Status: v1.InstanceStatus{Conditions: conditions}}
 	gens := []*v1.Generation{}
 	for n := range int64(2) {
 		gens = append(gens, &v1.Generation{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: generationName("app", n+1),
@@ -81,7 +99,8 @@ func TestDeletionWrites(t *testing.T) {
 			}
 			return cl.SubResource(sub).Patch(ctx, obj, p, opts...)
 		}}).Build()
-	r := &InstanceReconciler{Client: c, Reader: c, Runtime: newFakeRuntime(), NodeName: "n1", Gate: hostgate.Always{}}
+	r := &InstanceReconciler{Client: c, Reader: c, Runtime: newFakeRuntime(), NodeName: "n1", Gate: hostgate.Always{},
+		Clock: clocktesting.NewFakePassiveClock(now.Time)}
 	reconcile := func(step string, want int) {
 		t.Helper()
 		statusWrites = 0
@@ -105,7 +124,7 @@ func TestDeletionWrites(t *testing.T) {
 		}
 	}
 
-	reconcile("both generations deleted", 1)
+	reconcile("both generations deleted", first)
 	letGo(gens[0])
 	reconcile("one generation left", 0)
 	letGo(gens[1])

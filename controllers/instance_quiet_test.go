@@ -120,3 +120,89 @@ func TestSwapWritesAtPromotion(t *testing.T) {
 	}
 	reconcile("generation 2 ready", []int64{2})
 }
+
+// TestQuietCreate: a new Instance whose first status (the key minter's)
+// says Reconciling goes unwritten while generation 1 says nothing; any
+// other first status, or anything generation 1 says, is written at once.
+func TestQuietCreate(t *testing.T) {
+	now := time.Date(2026, 12, 1, 0, 0, 10, 0, time.UTC)
+	minted := []metav1.Condition{{Type: v1.ConditionReconciling, Status: metav1.ConditionTrue, Reason: v1.ReasonProgressing}}
+	cases := map[string]struct {
+		conditions []metav1.Condition
+		target     gb
+		others     []gb
+		want       time.Duration
+	}{
+		"the minter says Reconciling, generation 1 says nothing": {conditions: minted, want: swapQuietMax - time.Second},
+		"generation 1 started, not ready":                        {conditions: minted, target: generation(1, "a").running()},
+		"generation 1 failed":                                    {conditions: minted, target: generation(1, "a").refused()},
+		"an uncertain start": {conditions: minted,
+			others: []gb{generation(0, "z").cond(v1.ConditionStarted, metav1.ConditionUnknown)}},
+		"only placement's Scheduled": {conditions: []metav1.Condition{{Type: v1.ConditionScheduled, Status: metav1.ConditionTrue, Reason: v1.ReasonBound}}},
+		"a failed reconcile said so": {conditions: []metav1.Condition{{Type: v1.ConditionReconciling, Status: metav1.ConditionTrue, Reason: v1.ReasonReconcileFailed}}},
+		"no status at all":           {},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			inst := instance("new")
+			inst.Generation, inst.Status.Conditions = 1, tc.conditions
+			target := generation(1, "a")
+			if tc.target.g != nil {
+				target = tc.target
+			}
+			if got := quietOf(now, inst, target.g, time.Second, gensOf(tc.others)); got != tc.want {
+				t.Errorf("quietSwap = %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestQuietRelease: a deleted Instance that had settled goes unwritten
+// while its Generations stop as they should, for releaseQuietMax.
+func TestQuietRelease(t *testing.T) {
+	now := time.Date(2026, 12, 1, 0, 1, 0, 0, time.UTC)
+	settled := []metav1.Condition{{Type: v1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1.ReasonReconciled}}
+	swapping := append([]metav1.Condition{{Type: v1.ConditionReconciling, Status: metav1.ConditionTrue, Reason: v1.ReasonSwapping}}, settled...)
+	cases := map[string]struct {
+		conditions []metav1.Condition
+		age        time.Duration
+		gens       []gb
+		want       time.Duration
+	}{
+		"settled, its generation draining": {conditions: settled, age: 10 * time.Second, gens: []gb{generation(1, "a").ready()},
+			want: releaseQuietMax - 10*time.Second},
+		"the quiet is over":  {conditions: settled, age: releaseQuietMax, gens: []gb{generation(1, "a").ready()}},
+		"a swap under way":   {conditions: swapping, gens: []gb{generation(1, "a").ready()}},
+		"never settled":      {gens: []gb{generation(1, "a").running()}},
+		"an unproven kill":   {conditions: settled, gens: []gb{generation(1, "a").cond(v1.ConditionTerminated, metav1.ConditionFalse)}},
+		"an uncertain start": {conditions: settled, gens: []gb{generation(1, "a").cond(v1.ConditionStarted, metav1.ConditionUnknown)}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			inst := instance("gone")
+			inst.Status.Conditions = tc.conditions
+			inst.DeletionTimestamp = &metav1.Time{Time: now.Add(-tc.age)}
+			s := &instanceScope{r: &InstanceReconciler{Clock: clocktesting.NewFakePassiveClock(now)}, inst: inst, gens: gensOf(tc.gens), patchBase: inst.DeepCopy()}
+			if got := s.quietRelease(); got != tc.want {
+				t.Errorf("quietRelease = %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+// quietOf is quietSwap's answer at now for inst swapping to target, made
+// age ago, beside others.
+func quietOf(now time.Time, inst *v1.Instance, target *v1.Generation, age time.Duration, others []*v1.Generation) time.Duration {
+	target.CreationTimestamp = metav1.NewTime(now.Add(-age))
+	s := &instanceScope{r: &InstanceReconciler{Clock: clocktesting.NewFakePassiveClock(now)}, inst: inst,
+		gens: append(others, target), patchBase: inst.DeepCopy()}
+	return s.quietSwap(target)
+}
+
+func gensOf(bs []gb) []*v1.Generation {
+	gens := []*v1.Generation{}
+	for _, b := range bs {
+		gens = append(gens, b.g)
+	}
+	return gens
+}

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -108,24 +109,59 @@ func (r *InstanceReconciler) advance(ctx context.Context, s *instanceScope) (ctr
 const swapQuietMax = 5 * time.Minute
 
 // quietSwap is how much longer the Instance's status may say nothing of
-// the swap to target (0: it says it now). While the Instance settled
-// before the edit and its old generation serves, an unwritten status is
-// already read as progressing, by its observedGeneration: kstatus (Flux),
-// kubectl wait and the Argo CD check wait for it. It stays so while
-// target has no status: not started yet, or started and probed for
-// startReportDelay. Then target's first write (ready: the promotion is
-// the swap's first write; failed; or slow to answer) brings a reconcile
-// that writes. Anything uncertain or unproven is written at once.
+// the swap to target (0: it says it now): while the status as read is
+// already taken as progressing (readAsProgressing) and target has no
+// status: not started yet, or started and probed for startReportDelay.
+// Then target's first write (ready: the promotion is the swap's first
+// write; failed; or slow to answer) brings a reconcile that writes.
+// Anything uncertain or unproven is written at once.
 func (s *instanceScope) quietSwap(target *v1.Generation) time.Duration {
-	base := s.patchBase
-	active := s.number(base.Status.ActiveGeneration)
-	settled := meta.IsStatusConditionTrue(base.Status.Conditions, v1.ConditionReady) &&
-		meta.FindStatusCondition(base.Status.Conditions, v1.ConditionReconciling) == nil
-	if base.Status.ObservedGeneration >= s.inst.Generation || !settled || active == nil || !ready(active) ||
-		len(target.Status.Conditions) > 0 || startUncertain(s.gens) != nil || killUnproven(s.gens) != nil {
+	if !s.readAsProgressing() || len(target.Status.Conditions) > 0 || startUncertain(s.gens) != nil || killUnproven(s.gens) != nil {
 		return 0
 	}
 	return max(0, swapQuietMax-s.r.Clock.Since(target.CreationTimestamp.Time))
+}
+
+// readAsProgressing: kstatus (Flux), kubectl wait (since
+// kubernetes/kubernetes#97408) and config/argocd/instance.lua already
+// read the status as progressing, unwritten by this agent: after a
+// template edit, one that settled before it, its old generation serving,
+// behind on observedGeneration; or a new Instance's first status, which
+// the key minter wrote saying Reconciling (Progressing), before any
+// generation served.
+func (s *instanceScope) readAsProgressing() bool {
+	base := s.patchBase
+	if base.Status.ObservedGeneration == 0 {
+		c := meta.FindStatusCondition(base.Status.Conditions, v1.ConditionReconciling)
+		return base.Status.ActiveGeneration == 0 && c != nil && c.Status == metav1.ConditionTrue && c.Reason == v1.ReasonProgressing
+	}
+	active := s.number(base.Status.ActiveGeneration)
+	return base.Status.ObservedGeneration < s.inst.Generation && settled(base) && active != nil && ready(active)
+}
+
+// settled: inst's status says Ready and nothing under way.
+func settled(inst *v1.Instance) bool {
+	return meta.IsStatusConditionTrue(inst.Status.Conditions, v1.ConditionReady) &&
+		meta.FindStatusCondition(inst.Status.Conditions, v1.ConditionReconciling) == nil
+}
+
+// releaseQuietMax bounds how long a deletion goes unwritten while its
+// Generations stop as they should (quietRelease): a default drain (30 s)
+// and kill's grace fit in it.
+const releaseQuietMax = time.Minute
+
+// quietRelease is how much longer the deleted Instance's status may say
+// nothing of the deletion (0: it says it now). Its deletionTimestamp
+// already says it to kstatus, kubectl wait and Argo CD, and each
+// Generation's status says how its drain and kill go; most deletions end
+// within the quiet, the lease let go and nothing left to write. While
+// the Instance had settled: anything uncertain or unproven is written at
+// once.
+func (s *instanceScope) quietRelease() time.Duration {
+	if !settled(s.patchBase) || startUncertain(s.gens) != nil || killUnproven(s.gens) != nil {
+		return 0
+	}
+	return max(0, releaseQuietMax-s.r.Clock.Since(s.inst.DeletionTimestamp.Time))
 }
 
 // abort gives up latest, which failed to take over: the active one keeps
@@ -218,6 +254,10 @@ func (r *InstanceReconciler) finalize(ctx context.Context, s *instanceScope) (ct
 		// No count in the message: each Generation's end would be a
 		// status write of its own, saying what the Generations say.
 		s.progress(v1.ReasonDeleting, "waiting for every generation to be proven gone before the lease is released")
+		if wait := s.quietRelease(); wait > 0 {
+			s.quiet = true
+			return ctrl.Result{RequeueAfter: wait}, nil
+		}
 		return ctrl.Result{}, nil
 	}
 	if res, err := s.awaitGenerationsElsewhere(ctx); err != nil || !res.IsZero() {

@@ -226,11 +226,21 @@ func (r *Reconciler) writeStatus(ctx context.Context, inst *v1.Instance, fp stri
 // with a JSON patch that tests both; with whole, where it has no status
 // at all (a missing object cannot be added to). A failed test is an
 // error (Invalid, from the API server).
+//
+// The whole status written says Reconciling: a new Instance no one has
+// written a condition to is otherwise read as done (kstatus reads a
+// resource with neither observedGeneration nor conditions as Current),
+// and with it the node's agent need not write "progressing" before its
+// first Generation says something.
 func (r *Reconciler) firstFingerprint(ctx context.Context, inst *v1.Instance, fp string, whole bool) error {
 	ops := []map[string]any{{"op": "test", "path": "/metadata/uid", "value": inst.UID}}
 	if whole {
+		awaiting := metav1.Condition{Type: v1.ConditionReconciling, Status: metav1.ConditionTrue, Reason: v1.ReasonProgressing,
+			Message: "instance key minted; waiting for the node's agent to start the app", ObservedGeneration: inst.Generation,
+			LastTransitionTime: metav1.Now()}
 		ops = append(ops, map[string]any{"op": "test", "path": "/status", "value": nil},
-			map[string]any{"op": "add", "path": "/status", "value": map[string]any{"keyFingerprint": fp}})
+			map[string]any{"op": "add", "path": "/status", "value": map[string]any{"keyFingerprint": fp,
+				"conditions": []metav1.Condition{awaiting}}})
 	} else {
 		ops = append(ops, map[string]any{"op": "test", "path": "/status/keyFingerprint", "value": nil},
 			map[string]any{"op": "add", "path": "/status/keyFingerprint", "value": fp})

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
@@ -107,6 +108,12 @@ func TestMintOnce(t *testing.T) {
 	inst, s := waitKey(t, "mint", "")
 	if len(s.Data[instancekey.DataKey]) != 64 {
 		t.Errorf("key %q: want 64 hex characters", s.Data[instancekey.DataKey])
+	}
+	// The first status written says a new Instance is under way (kstatus
+	// would read one without conditions as Current).
+	if c := meta.FindStatusCondition(inst.Status.Conditions, v1.ConditionReconciling); c == nil || c.Status != metav1.ConditionTrue ||
+		c.Reason != v1.ReasonProgressing || c.ObservedGeneration != inst.Generation {
+		t.Errorf("the first status's conditions %+v, want Reconciling=True (Progressing) at generation %d", inst.Status.Conditions, inst.Generation)
 	}
 	want := map[string]string{instancekey.LabelInstanceNamespace: "default", v1.LabelInstance: "mint"}
 	if diff := cmp.Diff(want, s.Labels); diff != "" {
