@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -141,7 +142,7 @@ func setDrained(gen *v1.Generation, v genView) []genEvent {
 	if v.drain == nil {
 		return nil
 	}
-	e := drainStatus(gen, v.drain, func(typ string, status metav1.ConditionStatus, reason, msg string) {
+	e := drainStatus(gen, v.drain, drainedAndGone(v) != nil, func(typ string, status metav1.ConditionStatus, reason, msg string) {
 		setGenCondition(gen, typ, status, reason, msg)
 	})
 	if e == nil {
@@ -161,5 +162,20 @@ func setTerminated(gen *v1.Generation, v genView) []genEvent {
 		return []genEvent{warning(v1.ConditionKillUnproven, "Retire", "generation %d kill unproven: %v", v.n, k.Err())}
 	}
 	setGenCondition(gen, v1.ConditionTerminated, metav1.ConditionTrue, v1.ReasonProven, "stopped; unit inactive and cgroup seen empty")
+	if d := drainedAndGone(v); d != nil {
+		return []genEvent{{typ: corev1.EventTypeNormal, reason: v1.ReasonRetired, action: "Retire", onInstance: true,
+			msg: fmt.Sprintf("generation %d drained in %s (nothing queued, no accepted connection open) and proven gone", v.n, d.took.Round(time.Millisecond))}}
+	}
 	return []genEvent{{typ: corev1.EventTypeNormal, reason: v1.ReasonRetired, action: "Retire", msg: fmt.Sprintf("generation %d proven gone", v.n)}}
+}
+
+// drainedAndGone is the drain proven in the reconcile that also proved
+// the generation gone, not reported before: a swap's end, one Event for
+// both proofs (one write, not two, per swap).
+func drainedAndGone(v genView) *drainFact {
+	d := v.drain
+	if d == nil || d.ended != v1.ReasonDrainProven || d.repeat || v.kill == nil || !v.kill.Proven {
+		return nil
+	}
+	return d
 }

@@ -216,6 +216,15 @@ func TestSetDrained(t *testing.T) {
 			want:       "True/DrainProven: drained in 40ms: nothing queued, no accepted connection open",
 			wantEvents: []string{"Normal/DrainProven: generation 3 drained in 40ms: nothing queued, no accepted connection open; stopping it"},
 		},
+		"drained and proven gone at once: said by Retired's event": {
+			facts: genFacts{drain: &drainFact{ended: v1.ReasonDrainProven, took: 40 * time.Millisecond}, kill: killProven},
+			want:  "True/DrainProven: drained in 40ms: nothing queued, no accepted connection open",
+		},
+		"drained, its kill not proven: its own event": {
+			facts:      genFacts{drain: &drainFact{ended: v1.ReasonDrainProven, took: 40 * time.Millisecond}, kill: killUnproven3},
+			want:       "True/DrainProven: drained in 40ms: nothing queued, no accepted connection open",
+			wantEvents: []string{"Normal/DrainProven: generation 3 drained in 40ms: nothing queued, no accepted connection open; stopping it"},
+		},
 		"drained, said again: no second event": {
 			facts: genFacts{drain: &drainFact{ended: v1.ReasonDrainProven, took: 40 * time.Millisecond, repeat: true}},
 			want:  "True/DrainProven: drained in 40ms: nothing queued, no accepted connection open",
@@ -233,6 +242,16 @@ func TestSetTerminated(t *testing.T) {
 		"no kill": {},
 		"proven": {
 			facts:      genFacts{kill: killProven},
+			want:       "True/Proven: stopped; unit inactive and cgroup seen empty",
+			wantEvents: []string{"Normal/Retired: generation 3 proven gone"},
+		},
+		"drained and proven gone: one event for both": {
+			facts:      genFacts{drain: &drainFact{ended: v1.ReasonDrainProven, took: 40 * time.Millisecond}, kill: killProven},
+			want:       "True/Proven: stopped; unit inactive and cgroup seen empty",
+			wantEvents: []string{"Normal/Retired: generation 3 drained in 40ms (nothing queued, no accepted connection open) and proven gone"},
+		},
+		"the drain's end said before: Retired alone": {
+			facts:      genFacts{drain: &drainFact{ended: v1.ReasonDrainProven, took: 40 * time.Millisecond, repeat: true}, kill: killProven},
 			want:       "True/Proven: stopped; unit inactive and cgroup seen empty",
 			wantEvents: []string{"Normal/Retired: generation 3 proven gone"},
 		},

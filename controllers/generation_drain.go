@@ -104,8 +104,9 @@ func (r *GenerationReconciler) drainLimit(ctx context.Context, gen *v1.Generatio
 }
 
 // drainStatus writes the Drained condition from f and returns the event
-// its end calls for (on the Instance: it is the swap's).
-func drainStatus(gen *v1.Generation, f *drainFact, set func(typ string, status metav1.ConditionStatus, reason, msg string)) *genEvent {
+// its end calls for (on the Instance: it is the swap's). retiredNow: the
+// same reconcile proved the generation gone, whose one Event says both.
+func drainStatus(gen *v1.Generation, f *drainFact, retiredNow bool, set func(typ string, status metav1.ConditionStatus, reason, msg string)) *genEvent {
 	n := gen.Spec.Number
 	what := f.state.String()
 	if f.err != nil {
@@ -115,8 +116,8 @@ func drainStatus(gen *v1.Generation, f *drainFact, set func(typ string, status m
 	case v1.ReasonDrainProven:
 		msg := fmt.Sprintf("drained in %s: nothing queued, no accepted connection open", f.took.Round(time.Millisecond))
 		set(v1.ConditionDrained, metav1.ConditionTrue, v1.ReasonDrainProven, msg)
-		if f.repeat {
-			return nil
+		if f.repeat || retiredNow {
+			return nil // retiredNow: said in the Retired Event (drainedAndGone)
 		}
 		return &genEvent{typ: corev1.EventTypeNormal, reason: v1.ReasonDrainProven, action: "Drain",
 			msg: fmt.Sprintf("generation %d %s; stopping it", n, msg), onInstance: true}

@@ -18,7 +18,8 @@ import (
 
 // TestDrainHoldsTheStop: a superseded generation is retired only once the
 // runtime proves its listener drained; the Instance gets an Event saying
-// how long it took, and the Generation says how it ended.
+// how long it took (a proven drain's is the one that says the generation
+// is proven gone, Retired), and the Generation says how it ended.
 func TestDrainHoldsTheStop(t *testing.T) {
 	for name, tc := range map[string]struct {
 		drains     []node.DrainState
@@ -32,7 +33,7 @@ func TestDrainHoldsTheStop(t *testing.T) {
 				{Needed: true, State: sockdiag.State{Listening: true, Queued: 2, Open: 1}},
 				{Needed: true, State: sockdiag.State{Listening: true}, Proven: true},
 			},
-			wantDrain: "True/DrainProven", wantReason: v1.ReasonDrainProven,
+			wantDrain: "True/DrainProven", wantReason: v1.ReasonRetired,
 		},
 		"limit when a connection stays open": {
 			drains:    []node.DrainState{{Needed: true, State: sockdiag.State{Listening: true, Open: 1}}},
@@ -41,7 +42,7 @@ func TestDrainHoldsTheStop(t *testing.T) {
 		},
 		"gone before the look": {
 			drains:    []node.DrainState{{Needed: true, State: sockdiag.State{Listening: true, Open: 1}}, {}},
-			wantDrain: "True/DrainProven", wantReason: v1.ReasonDrainProven,
+			wantDrain: "True/DrainProven", wantReason: v1.ReasonRetired,
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
