@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -70,7 +71,9 @@ func TestQuietSwap(t *testing.T) {
 
 // TestSwapWritesAtPromotion: a template edit's reconciles write nothing
 // to the Instance while the new Generation says nothing; the one that
-// promotes it is the swap's first status write.
+// promotes it is the swap's first status write, and the old generation
+// is retired only by the reconcile after it: an agent restarted in
+// between re-fences to the activeGeneration written.
 func TestSwapWritesAtPromotion(t *testing.T) {
 	inst := instance("swap")
 	served := inst.Spec.Template.DeepCopy()
@@ -82,7 +85,7 @@ func TestSwapWritesAtPromotion(t *testing.T) {
 	g1.Name, g1.Namespace, g1.Labels = generationName("swap", 1), inst.Namespace, map[string]string{v1.LabelInstance: "swap"}
 	g1.Spec.Instance, g1.Spec.NodeName, g1.Spec.Template = "swap", testNode, *served
 	now := time.Now()
-	var writes []int64 // the activeGeneration of each Instance status write
+	var writes []string // in order: each Instance status write, each retirement
 	c := crfake.NewClientBuilder().WithScheme(scheme.New()).WithStatusSubresource(&v1.Instance{}, &v1.Generation{}).
 		WithObjects(inst, g1).WithInterceptorFuncs(interceptor.Funcs{
 		Create: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
@@ -91,34 +94,41 @@ func TestSwapWritesAtPromotion(t *testing.T) {
 		},
 		SubResourcePatch: func(ctx context.Context, cl client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
 			if i, ok := obj.(*v1.Instance); ok {
-				writes = append(writes, i.Status.ActiveGeneration)
+				writes = append(writes, fmt.Sprintf("Instance status: active %d", i.Status.ActiveGeneration))
 			}
 			return cl.SubResource(sub).Patch(ctx, obj, p, opts...)
+		},
+		Patch: func(ctx context.Context, cl client.WithWatch, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
+			if g, ok := obj.(*v1.Generation); ok && g.Spec.Retired {
+				writes = append(writes, g.Name+" retired")
+			}
+			return cl.Patch(ctx, obj, p, opts...)
 		}}).Build()
 	r := &InstanceReconciler{Client: c, Reader: c, Runtime: newFakeRuntime(), NodeName: testNode, Gate: hostgate.Always{},
 		Clock: clocktesting.NewFakePassiveClock(now.Add(time.Second))}
-	reconcile := func(step string, want []int64) {
+	reconcile := func(step string, want ...string) {
 		t.Helper()
 		writes = nil
 		if _, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(inst)}); err != nil {
 			t.Fatalf("%s: %v", step, err)
 		}
 		if diff := cmp.Diff(want, writes); diff != "" {
-			t.Errorf("%s: the Instance's status writes, by activeGeneration (-want,+got):\n%s", step, diff)
+			t.Errorf("%s: writes (-want,+got):\n%s", step, diff)
 		}
 	}
 
-	reconcile("the edit: generation 2 made", nil)
+	reconcile("the edit: generation 2 made")
 	g2 := &v1.Generation{}
 	if err := c.Get(context.Background(), client.ObjectKey{Namespace: inst.Namespace, Name: generationName("swap", 2)}, g2); err != nil {
 		t.Fatalf("generation 2: %v", err)
 	}
-	reconcile("generation 2 says nothing yet", nil)
+	reconcile("generation 2 says nothing yet")
 	g2.Status.Conditions = generation(2, "").ready().g.Status.Conditions
 	if err := c.Status().Update(context.Background(), g2); err != nil {
 		t.Fatal(err)
 	}
-	reconcile("generation 2 ready", []int64{2})
+	reconcile("generation 2 ready", "Instance status: active 2")
+	reconcile("promoted: generation 1 retired", generationName("swap", 1)+" retired")
 }
 
 // TestQuietCreate: a new Instance whose first status (the key minter's)

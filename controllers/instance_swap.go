@@ -177,8 +177,13 @@ func (s *instanceScope) abort(ctx context.Context, latest *v1.Generation) error 
 	return nil
 }
 
-// promote makes latest serve (the stable socket flipped) and retires the
-// one that served before.
+// promote makes latest serve (the stable socket flipped). The one that
+// served before is retired by the next reconcile (stale: neither active
+// nor latest), once this status is written: activeGeneration is what an
+// agent restarted in between re-fences the stable socket to, so it must
+// name latest before the old one's drain and kill begin. Retired first,
+// a restart in between would lead clients back to a generation being
+// stopped.
 func (s *instanceScope) promote(ctx context.Context, latest *v1.Generation) error {
 	active := s.number(s.inst.Status.ActiveGeneration)
 	sock, err := s.r.Runtime.Promote(ctx, node.GenerationRef(s.inst.Namespace, s.inst.Name, latest.Spec.Number))
@@ -191,11 +196,8 @@ func (s *instanceScope) promote(ctx context.Context, latest *v1.Generation) erro
 	if active != nil {
 		// No Event: the status's activeGeneration says it, as Ready says
 		// the first generation's serving; the old one's drain and its
-		// proof are Events, since they prove something.
-		if err := s.r.retireGeneration(ctx, s.inst, active, RetiredSuperseded); err != nil {
-			return err
-		}
-		s.progress(v1.ReasonSwapping, "generation %d serves; generation %d is retiring", latest.Spec.Number, active.Spec.Number)
+		// proof are, since they prove something.
+		s.progress(v1.ReasonSwapping, "generation %d is retiring", active.Spec.Number)
 	}
 	return nil
 }
