@@ -131,10 +131,19 @@ func setGenerationReady(gen *v1.Generation, v genView) []genEvent {
 			set(metav1.ConditionFalse, v1.ReasonProbing, p.err.Error())
 		}
 	}
-	if k := v.kill; k != nil && k.Proven {
+	if k := v.kill; k != nil && k.Proven && !failedReady(gen) {
 		set(metav1.ConditionFalse, v1.ReasonRetired, "generation retired")
 	}
 	return evs
+}
+
+// failedReady: gen's Ready says why it never would serve (not ready in
+// time, exited, not executable, its start unresolved), which its
+// retirement, the consequence, must not overwrite: Terminated and the
+// phase say it was retired.
+func failedReady(gen *v1.Generation) bool {
+	c := meta.FindStatusCondition(gen.Status.Conditions, v1.ConditionReady)
+	return c != nil && c.Status == metav1.ConditionFalse && c.Reason != v1.ReasonProbing && c.Reason != v1.ReasonRetired
 }
 
 // setDrained: a superseded generation's drain before its stop.

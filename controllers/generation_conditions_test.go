@@ -196,6 +196,16 @@ func TestSetGenerationReady(t *testing.T) {
 			facts: genFacts{kill: killProven},
 			want:  "False/Retired: generation retired",
 		},
+		"retired while probing": {
+			gen:   genIn(v1.PhaseRetiring, "Started=True/Running", "Ready=False/Probing"),
+			facts: genFacts{kill: killProven},
+			want:  "False/Retired: generation retired",
+		},
+		"retired after its readiness timeout: Ready keeps why": {
+			gen:   genIn(v1.PhaseRetiring, "Started=True/Running", "Ready=False/ReadinessTimeout"),
+			facts: genFacts{kill: killProven},
+			want:  "False/ReadinessTimeout: ",
+		},
 		"a kill not proven keeps Ready as it was": {
 			gen:   genIn(v1.PhaseRetiring, "Started=True/Running", "Ready=True/ProbeSucceeded"),
 			facts: genFacts{kill: killUnproven3},
