@@ -276,3 +276,14 @@ const LabelHolderUID = "hosting.unitlet.dev/holder-uid"
 // FieldNodeName is the selectable field an agent's cache filters its
 // Instances and Generations by.
 const FieldNodeName = "spec.nodeName"
+
+// AwaitingAgent is Reconciling=True/Progressing as the cluster side
+// writes it into a new Instance's first status (the key minter's, or
+// placement's binding): a status without it, and without
+// observedGeneration, reads as done to kstatus. The node's agent, reading
+// it, writes nothing until generation 1 says something. LastTransitionTime
+// is set here, for writers that patch the list as JSON.
+func AwaitingAgent(generation int64, msg string) metav1.Condition {
+	return metav1.Condition{Type: ConditionReconciling, Status: metav1.ConditionTrue, Reason: ReasonProgressing,
+		Message: msg, ObservedGeneration: generation, LastTransitionTime: metav1.Now()}
+}

@@ -2,11 +2,13 @@ package placement
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -69,6 +71,16 @@ func TestBindPinUnschedulable(t *testing.T) {
 
 	create(t, newInstance("pinned", "bind-b", nil))
 	wantScheduled(t, "pinned", "bind-b True/Pinned: pinned to node bind-b by its spec")
+	// Placed, a new Instance reads as in progress until its agent writes.
+	for name, want := range map[string]string{
+		"web":    "True/Progressing: bound to node bind-a; waiting for its agent to start the app",
+		"pinned": "True/Progressing: pinned to node bind-b by its spec; waiting for its agent to start the app",
+	} {
+		c := meta.FindStatusCondition(get(t, name).Status.Conditions, v1.ConditionReconciling)
+		if got := fmt.Sprint(c); c == nil || string(c.Status)+"/"+c.Reason+": "+c.Message != want {
+			t.Errorf("%s: Reconciling %s, want %s", name, got, want)
+		}
+	}
 
 	create(t, newInstance("picky", "", func(i *v1.Instance) {
 		i.Spec.Placement = &v1.Placement{NodeSelector: map[string]string{"zone": "z"}}

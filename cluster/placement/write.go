@@ -109,6 +109,8 @@ func (r *Reconciler) bind(ctx context.Context, inst *v1.Instance, node, from, wh
 // read (the agent writes the same list), read again and retried on a
 // conflict. ifAbsent: only where no Scheduled condition is (a pin, which
 // a cache lagging behind this controller's own Bound must not overwrite).
+// A new Instance's first status also says Reconciling (v1.AwaitingAgent)
+// when it is placed, as the key minter's does when it comes first.
 func (r *Reconciler) setScheduled(ctx context.Context, inst *v1.Instance, c metav1.Condition, ifAbsent bool) error {
 	cur := inst
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
@@ -117,7 +119,14 @@ func (r *Reconciler) setScheduled(ctx context.Context, inst *v1.Instance, c meta
 		}
 		before := cur.DeepCopy()
 		c.ObservedGeneration = cur.Generation
-		if !meta.SetStatusCondition(&cur.Status.Conditions, c) {
+		changed := meta.SetStatusCondition(&cur.Status.Conditions, c)
+		if c.Status == metav1.ConditionTrue && cur.Status.ObservedGeneration == 0 && cur.Status.ActiveGeneration == 0 &&
+			meta.FindStatusCondition(cur.Status.Conditions, v1.ConditionReconciling) == nil {
+			// A new Instance's first status, as the key minter's would be.
+			awaiting := v1.AwaitingAgent(cur.Generation, c.Message+"; waiting for its agent to start the app")
+			changed = meta.SetStatusCondition(&cur.Status.Conditions, awaiting) || changed
+		}
+		if !changed {
 			return nil
 		}
 		err := r.Client.Status().Patch(ctx, cur, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
