@@ -192,6 +192,17 @@ func (r *GenerationReconciler) instanceOf(ctx context.Context, gen *v1.Generatio
 	return inst
 }
 
+// inputFault is err, a start's input (its key, its env) not read, as a
+// fact for the status; nil once ctx ended: a read cut short by this agent
+// stopping says nothing of the input, and the next agent reads it again.
+// Written, it read "context canceled" on the Generation until then.
+func inputFault(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
 func refOf(gen *v1.Generation) node.Ref {
 	return node.GenerationRef(gen.Namespace, gen.Spec.Instance, gen.Spec.Number)
 }
@@ -226,13 +237,13 @@ func (r *GenerationReconciler) start(ctx context.Context, s *generationScope) (c
 	}
 	key, err := r.generationKey(ctx, inst, gen)
 	if err != nil {
-		s.facts.keyErr = err // the gate held it: nothing was handed off, and retried
+		s.facts.keyErr = inputFault(ctx, err) // the gate held it: nothing was handed off, and retried
 		return ctrl.Result{}, err
 	}
 	req, err := startRequest(ctx, r.Reader, inst, refOf(gen), &gen.Spec.Template, g)
 	req.InstanceKey = key
 	if err != nil {
-		s.facts.envErr = err // nothing was handed off: proven not started, and retried
+		s.facts.envErr = inputFault(ctx, err) // nothing was handed off: proven not started, and retried
 		return ctrl.Result{}, err
 	}
 	req.Command, req.Args, req.Tier, req.Grace = gen.Spec.Template.Command, gen.Spec.Template.Args, tierOf(gen.Spec.Template.Tier), r.Grace

@@ -2,15 +2,19 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	crfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
 	"github.com/unitlet/unitlet/internal/instancekey"
+	"github.com/unitlet/unitlet/internal/scheme"
 	"github.com/unitlet/unitlet/internal/testkit/keyminter"
 	"github.com/unitlet/unitlet/internal/testkit/testutil"
 	"github.com/unitlet/unitlet/runtime/layout"
@@ -178,6 +182,48 @@ func TestAwaitKey(t *testing.T) {
 			got := fmt.Sprintf("done=%v reconciling=%s", s.done, reconciling)
 			if diff := cmp.Diff(fmt.Sprintf("done=%v reconciling=%s", tc.wantDone, tc.want), got); diff != "" {
 				t.Errorf("(-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestStoppingSaysNothingOfTheKey: a key read cut short by the agent
+// stopping is not written as the key unavailable; one that failed on
+// its own is.
+func TestStoppingSaysNothingOfTheKey(t *testing.T) {
+	inst := instance("stopping", func(i *v1.Instance) { i.UID = "u-stopping" })
+	gen := generation(1, "a").g
+	gen.Name, gen.Namespace, gen.Spec.Instance, gen.Spec.NodeName, gen.Spec.KeyFingerprint = generationName("stopping", 1), "default", "stopping", testNode, "fp"
+	for name, tc := range map[string]struct {
+		cancel  bool
+		wantErr bool
+	}{
+		"the agent stopping": {cancel: true},
+		"the API refusing":   {wantErr: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := crfake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(inst.DeepCopy()).WithInterceptorFuncs(interceptor.Funcs{
+				Get: func(ctx context.Context, cl client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+					if _, ok := obj.(*corev1.Secret); ok {
+						if ctx.Err() != nil {
+							return fmt.Errorf("get secret: %w", ctx.Err())
+						}
+						return errors.New("etcdserver: request timed out")
+					}
+					return cl.Get(ctx, key, obj, opts...)
+				}}).Build()
+			r := &GenerationReconciler{Client: c, Reader: c, Runtime: newFakeRuntime(), NodeName: testNode, KeyNamespace: "unitlet-keys"}
+			ctx, cancel := context.WithCancel(context.Background())
+			if tc.cancel {
+				cancel()
+			}
+			defer cancel()
+			s := &generationScope{gen: gen.DeepCopy()}
+			if _, err := r.start(ctx, s); err == nil {
+				t.Fatal("start read no key, and said nothing")
+			}
+			if got := s.facts.keyErr != nil; got != tc.wantErr {
+				t.Errorf("the key's fault recorded: %v, want %v (%v)", got, tc.wantErr, s.facts.keyErr)
 			}
 		})
 	}
