@@ -73,12 +73,19 @@ func (s *Server) serve() {
 	}()
 }
 
+// MaxConns bounds one generation's open connections to its control
+// socket. Each holds a goroutine and buffers of the one server every
+// tenant's app shares: an app that held thousands open would take them
+// from all. An app calls now and then, a request at a time; one over the
+// bound is closed as soon as it is accepted.
+const MaxConns = 16
+
 // track keeps c until it closes, so Close can drop it; false (and c
-// closed) once s is closed.
+// closed) once s is closed, or while MaxConns are open.
 func (s *Server) track(c net.Conn) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
+	if s.closed || len(s.conns) >= MaxConns {
 		c.Close()
 		return false
 	}
