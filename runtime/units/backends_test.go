@@ -18,6 +18,9 @@ type testBackend struct {
 	new func(t testing.TB, budget time.Duration) Backend
 	// afterStart runs f between a start's answer and its first look.
 	afterStart func(b Backend, f func())
+	// afterSend runs f once a start is sent (the job queued, the shim
+	// handed its job), before its answer.
+	afterSend func(b Backend, f func())
 	// trampoline points the backend at another trampoline binary.
 	trampoline func(b Backend, path string)
 	proofs     func(b Backend) *proofs
@@ -41,6 +44,7 @@ func backends(t *testing.T) []testBackend {
 			name: "systemd", lay: sd.lay, writer: "systemd",
 			new:        func(t testing.TB, budget time.Duration) Backend { return sd.backend(t, budget) },
 			afterStart: func(b Backend, f func()) { b.(*Systemd).afterJob = f },
+			afterSend:  func(b Backend, f func()) { b.(*Systemd).afterSend = f },
 			trampoline: func(b Backend, path string) { b.(*Systemd).cfg.Exe = path },
 			proofs:     func(b Backend) *proofs { return b.(*Systemd).proofs },
 			cgroupDirs: func(cg string) []string {
@@ -52,6 +56,7 @@ func backends(t *testing.T) []testBackend {
 			name: "direct", lay: d.lay, writer: "shim",
 			new:        func(t testing.TB, budget time.Duration) Backend { return d.backend(t, budget) },
 			afterStart: func(b Backend, f func()) { b.(*Direct).afterStart = f },
+			afterSend:  func(b Backend, f func()) { b.(*Direct).afterShim = func(int) { f() } },
 			trampoline: func(b Backend, path string) { b.(*Direct).trampoline = path },
 			proofs:     func(b Backend) *proofs { return b.(*Direct).proofs },
 			cgroupDirs: func(cg string) []string {

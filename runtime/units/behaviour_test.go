@@ -26,8 +26,11 @@ func TestStartOutcomes(t *testing.T) {
 		trampoline string
 		afterStart time.Duration
 		cancelled  bool
-		want       outcome.StartKind
-		wantExit   *outcome.Exit
+		// stopsOnceSent: the caller's context ends once the start is sent
+		// (an agent stopping for a rollout).
+		stopsOnceSent bool
+		want          outcome.StartKind
+		wantExit      *outcome.Exit
 		// wantExitBy overrides wantExit for one backend.
 		wantExitBy map[string]*outcome.Exit
 		wantErr    string // substring of the start's error
@@ -48,6 +51,9 @@ func TestStartOutcomes(t *testing.T) {
 			argv: []string{"/bin/sleep", "1000"}, trampoline: "/nonexistent/unitlet",
 			want: outcome.NotStarted, wantErr: "did not exec",
 			wantExitBy: map[string]*outcome.Exit{"systemd": {Result: "exit-code", Code: 203}},
+		},
+		"a start sent is answered past its caller's end": {
+			argv: []string{"/bin/sleep", "1000"}, stopsOnceSent: true, want: outcome.Running,
 		},
 		"a start whose context has ended is not sent": {
 			argv: []string{"/bin/sleep", "1000"}, cancelled: true,
@@ -72,9 +78,14 @@ func TestStartOutcomes(t *testing.T) {
 			}
 		})
 		sctx := ctx
-		if tc.cancelled {
+		if tc.cancelled || tc.stopsOnceSent {
 			c, cancel := context.WithCancel(ctx)
-			cancel()
+			defer cancel()
+			if tc.cancelled {
+				cancel()
+			} else {
+				be.afterSend(b, cancel)
+			}
 			sctx = c
 		}
 		got := b.Start(sctx, Spec{Slot: p, Grace: time.Second})

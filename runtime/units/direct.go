@@ -153,6 +153,10 @@ func (b *Direct) Start(ctx context.Context, spec Spec) outcome.Start {
 	if err := ctx.Err(); err != nil {
 		return notStarted(fmt.Errorf("units: start %s not sent: %w", unit, err))
 	}
+	// From here the start may run: its report is awaited past the caller's
+	// cancellation, within the shutdown's budget (as the systemd backend's).
+	ctx, release := b.proofs.detach(ctx, 0)
+	defer release()
 	args := shim.Args{
 		CgroupMount: b.cfg.CgroupMount, CgroupRoot: b.cfg.Layout.CgroupRoot,
 		Namespace: inst.Namespace(), Name: inst.Name(), Child: c.child,

@@ -59,6 +59,9 @@ type Systemd struct {
 	// the first look at the unit: it widens the window in which an app
 	// that exits at once is seen gone.
 	afterJob func()
+	// afterSend, when set by a test, runs once a start is sent, before
+	// its job's result.
+	afterSend func()
 }
 
 var _ Backend = (*Systemd)(nil)
@@ -141,6 +144,12 @@ func (b *Systemd) Start(ctx context.Context, spec Spec) outcome.Start {
 	if err := ctx.Err(); err != nil {
 		return fail(outcome.NotStarted, fmt.Errorf("units: start %s not sent: %w", unit, err))
 	}
+	// Sent, its answer is awaited past the caller's cancellation (an agent
+	// stopping for a rollout), within the shutdown's budget: cut short, it
+	// left a start uncertain that the next agent could only give up after
+	// the readiness timeout, and a generation no edit asked for.
+	ctx, release := b.proofs.detach(ctx, 0)
+	defer release()
 	done := make(chan string, 1)
 	id, err := c.StartTransientUnitContext(ctx, unit, "fail", props, done)
 	if err != nil {
@@ -150,6 +159,9 @@ func (b *Systemd) Start(ctx context.Context, spec Spec) outcome.Start {
 		return fail(outcome.MayHaveRun, fmt.Errorf("units: start %s: %w", unit, err))
 	}
 	res.Job = strconv.Itoa(id)
+	if b.afterSend != nil {
+		b.afterSend()
+	}
 	var result string
 	select {
 	case result = <-done:
