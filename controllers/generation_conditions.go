@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"fmt"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -151,10 +150,10 @@ func setDrained(gen *v1.Generation, v genView) []genEvent {
 	if v.drain == nil {
 		return nil
 	}
-	e := drainStatus(gen, v.drain, drainedAndGone(v) != nil, func(typ string, status metav1.ConditionStatus, reason, msg string) {
+	e := drainStatus(gen, v.drain, func(typ string, status metav1.ConditionStatus, reason, msg string) {
 		setGenCondition(gen, typ, status, reason, msg)
 	})
-	if e == nil {
+	if e == nil || drainedAndGone(v) != nil { // said with the stop, in Retired
 		return nil
 	}
 	return []genEvent{*e}
@@ -173,7 +172,7 @@ func setTerminated(gen *v1.Generation, v genView) []genEvent {
 	setGenCondition(gen, v1.ConditionTerminated, metav1.ConditionTrue, v1.ReasonProven, "stopped; unit inactive and cgroup seen empty")
 	if d := drainedAndGone(v); d != nil {
 		return []genEvent{{typ: corev1.EventTypeNormal, reason: v1.ReasonRetired, action: "Retire", onInstance: true,
-			msg: fmt.Sprintf("generation %d drained in %s (nothing queued, no accepted connection open) and proven gone", v.n, d.took.Round(time.Millisecond))}}
+			msg: fmt.Sprintf("generation %d %s; proven gone", v.n, drainedMsg(d))}}
 	}
 	return []genEvent{{typ: corev1.EventTypeNormal, reason: v1.ReasonRetired, action: "Retire", msg: fmt.Sprintf("generation %d proven gone", v.n)}}
 }

@@ -258,7 +258,7 @@ func TestSetTerminated(t *testing.T) {
 		"drained and proven gone: one event for both": {
 			facts:      genFacts{drain: &drainFact{ended: v1.ReasonDrainProven, took: 40 * time.Millisecond}, kill: killProven},
 			want:       "True/Proven: stopped; unit inactive and cgroup seen empty",
-			wantEvents: []string{"Normal/Retired: generation 3 drained in 40ms (nothing queued, no accepted connection open) and proven gone"},
+			wantEvents: []string{"Normal/Retired: generation 3 drained in 40ms: nothing queued, no accepted connection open; proven gone"},
 		},
 		"the drain's end said before: Retired alone": {
 			facts:      genFacts{drain: &drainFact{ended: v1.ReasonDrainProven, took: 40 * time.Millisecond, repeat: true}, kill: killProven},

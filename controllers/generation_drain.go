@@ -103,10 +103,15 @@ func (r *GenerationReconciler) drainLimit(ctx context.Context, gen *v1.Generatio
 	return time.Duration(*inst.Spec.DrainLimitSeconds) * time.Second
 }
 
+// drainedMsg says a proven drain, in the Drained condition and in the
+// Retired Event that reports it with the stop.
+func drainedMsg(f *drainFact) string {
+	return fmt.Sprintf("drained in %s: nothing queued, no accepted connection open", f.took.Round(time.Millisecond))
+}
+
 // drainStatus writes the Drained condition from f and returns the event
-// its end calls for (on the Instance: it is the swap's). retiredNow: the
-// same reconcile proved the generation gone, whose one Event says both.
-func drainStatus(gen *v1.Generation, f *drainFact, retiredNow bool, set func(typ string, status metav1.ConditionStatus, reason, msg string)) *genEvent {
+// its end calls for (on the Instance: it is the swap's).
+func drainStatus(gen *v1.Generation, f *drainFact, set func(typ string, status metav1.ConditionStatus, reason, msg string)) *genEvent {
 	n := gen.Spec.Number
 	what := f.state.String()
 	if f.err != nil {
@@ -114,10 +119,10 @@ func drainStatus(gen *v1.Generation, f *drainFact, retiredNow bool, set func(typ
 	}
 	switch f.ended {
 	case v1.ReasonDrainProven:
-		msg := fmt.Sprintf("drained in %s: nothing queued, no accepted connection open", f.took.Round(time.Millisecond))
+		msg := drainedMsg(f)
 		set(v1.ConditionDrained, metav1.ConditionTrue, v1.ReasonDrainProven, msg)
-		if f.repeat || retiredNow {
-			return nil // retiredNow: said in the Retired Event (drainedAndGone)
+		if f.repeat {
+			return nil
 		}
 		return &genEvent{typ: corev1.EventTypeNormal, reason: v1.ReasonDrainProven, action: "Drain",
 			msg: fmt.Sprintf("generation %d %s; stopping it", n, msg), onInstance: true}

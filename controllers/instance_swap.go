@@ -127,8 +127,8 @@ func (s *instanceScope) quietSwap(target *v1.Generation) time.Duration {
 // read the status as progressing, unwritten by this agent: after a
 // template edit, one that settled before it, its old generation serving,
 // behind on observedGeneration; or a new Instance's first status, which
-// the key minter wrote saying Reconciling (Progressing), before any
-// generation served.
+// the cluster side wrote saying Reconciling (v1.AwaitingAgent: the key
+// minter's or placement's), before any generation served.
 func (s *instanceScope) readAsProgressing() bool {
 	base := s.patchBase
 	if base.Status.ObservedGeneration == 0 {

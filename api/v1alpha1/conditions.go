@@ -281,9 +281,10 @@ const FieldNodeName = "spec.nodeName"
 // writes it into a new Instance's first status (the key minter's, or
 // placement's binding): a status without it, and without
 // observedGeneration, reads as done to kstatus. The node's agent, reading
-// it, writes nothing until generation 1 says something. LastTransitionTime
-// is set here, for writers that patch the list as JSON.
-func AwaitingAgent(generation int64, msg string) metav1.Condition {
+// it, writes nothing until generation 1 says something. done is what the
+// writer did; LastTransitionTime is set here, for writers that patch the
+// list as JSON.
+func AwaitingAgent(generation int64, done string) metav1.Condition {
 	return metav1.Condition{Type: ConditionReconciling, Status: metav1.ConditionTrue, Reason: ReasonProgressing,
-		Message: msg, ObservedGeneration: generation, LastTransitionTime: metav1.Now()}
+		Message: done + "; waiting for the node's agent to start the app", ObservedGeneration: generation, LastTransitionTime: metav1.Now()}
 }

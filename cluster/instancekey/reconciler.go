@@ -235,7 +235,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, inst *v1.Instance, fp stri
 func (r *Reconciler) firstFingerprint(ctx context.Context, inst *v1.Instance, fp string, whole bool) error {
 	ops := []map[string]any{{"op": "test", "path": "/metadata/uid", "value": inst.UID}}
 	if whole {
-		awaiting := v1.AwaitingAgent(inst.Generation, "instance key minted; waiting for the node's agent to start the app")
+		awaiting := v1.AwaitingAgent(inst.Generation, "instance key minted")
 		ops = append(ops, map[string]any{"op": "test", "path": "/status", "value": nil},
 			map[string]any{"op": "add", "path": "/status", "value": map[string]any{"keyFingerprint": fp,
 				"conditions": []metav1.Condition{awaiting}}})

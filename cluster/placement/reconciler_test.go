@@ -73,8 +73,8 @@ func TestBindPinUnschedulable(t *testing.T) {
 	wantScheduled(t, "pinned", "bind-b True/Pinned: pinned to node bind-b by its spec")
 	// Placed, a new Instance reads as in progress until its agent writes.
 	for name, want := range map[string]string{
-		"web":    "True/Progressing: bound to node bind-a; waiting for its agent to start the app",
-		"pinned": "True/Progressing: pinned to node bind-b by its spec; waiting for its agent to start the app",
+		"web":    "True/Progressing: bound to node bind-a; waiting for the node's agent to start the app",
+		"pinned": "True/Progressing: pinned to node bind-b by its spec; waiting for the node's agent to start the app",
 	} {
 		c := meta.FindStatusCondition(get(t, name).Status.Conditions, v1.ConditionReconciling)
 		if got := fmt.Sprint(c); c == nil || string(c.Status)+"/"+c.Reason+": "+c.Message != want {

@@ -123,7 +123,7 @@ func (r *Reconciler) setScheduled(ctx context.Context, inst *v1.Instance, c meta
 		if c.Status == metav1.ConditionTrue && cur.Status.ObservedGeneration == 0 && cur.Status.ActiveGeneration == 0 &&
 			meta.FindStatusCondition(cur.Status.Conditions, v1.ConditionReconciling) == nil {
 			// A new Instance's first status, as the key minter's would be.
-			awaiting := v1.AwaitingAgent(cur.Generation, c.Message+"; waiting for its agent to start the app")
+			awaiting := v1.AwaitingAgent(cur.Generation, c.Message)
 			changed = meta.SetStatusCondition(&cur.Status.Conditions, awaiting) || changed
 		}
 		if !changed {
