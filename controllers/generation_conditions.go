@@ -153,13 +153,16 @@ func setDrained(gen *v1.Generation, v genView) []genEvent {
 	e := drainStatus(gen, v.drain, func(typ string, status metav1.ConditionStatus, reason, msg string) {
 		setGenCondition(gen, typ, status, reason, msg)
 	})
-	if e == nil || drainedAndGone(v) != nil { // said with the stop, in Retired
+	if e == nil {
 		return nil
 	}
 	return []genEvent{*e}
 }
 
-// setTerminated: a retirement's proof, or why it is not proven yet.
+// setTerminated: a retirement's proof, or why it is not proven yet. A
+// proof is an Event only for a Generation being deleted, whose status
+// goes with it; otherwise Terminated keeps it, as Running and Ready keep
+// the normal path's other steps (one write less per swap).
 func setTerminated(gen *v1.Generation, v genView) []genEvent {
 	k := v.kill
 	switch {
@@ -170,20 +173,8 @@ func setTerminated(gen *v1.Generation, v genView) []genEvent {
 		return []genEvent{warning(v1.ConditionKillUnproven, "Retire", "generation %d kill unproven: %v", v.n, k.Err())}
 	}
 	setGenCondition(gen, v1.ConditionTerminated, metav1.ConditionTrue, v1.ReasonProven, "stopped; unit inactive and cgroup seen empty")
-	if d := drainedAndGone(v); d != nil {
-		return []genEvent{{typ: corev1.EventTypeNormal, reason: v1.ReasonRetired, action: "Retire", onInstance: true,
-			msg: fmt.Sprintf("generation %d %s; proven gone", v.n, drainedMsg(d))}}
-	}
-	return []genEvent{{typ: corev1.EventTypeNormal, reason: v1.ReasonRetired, action: "Retire", msg: fmt.Sprintf("generation %d proven gone", v.n)}}
-}
-
-// drainedAndGone is the drain proven in the reconcile that also proved
-// the generation gone, not reported before: a swap's end, one Event for
-// both proofs (one write, not two, per swap).
-func drainedAndGone(v genView) *drainFact {
-	d := v.drain
-	if d == nil || d.ended != v1.ReasonDrainProven || d.repeat || v.kill == nil || !v.kill.Proven {
+	if gen.DeletionTimestamp.IsZero() {
 		return nil
 	}
-	return d
+	return []genEvent{{typ: corev1.EventTypeNormal, reason: v1.ReasonRetired, action: "Retire", msg: fmt.Sprintf("generation %d proven gone", v.n)}}
 }

@@ -221,23 +221,17 @@ func TestSetDrained(t *testing.T) {
 			facts: genFacts{drain: &drainFact{state: node.DrainState{Needed: true}, took: 20 * time.Millisecond, limit: time.Second}},
 			want:  "Unknown/Draining: superseded; waiting for its listener to drain (" + (node.DrainState{Needed: true}).String() + " after 20ms, limit 1s)",
 		},
-		"drained": {
-			facts:      genFacts{drain: &drainFact{ended: v1.ReasonDrainProven, took: 40 * time.Millisecond}},
-			want:       "True/DrainProven: drained in 40ms: nothing queued, no accepted connection open",
-			wantEvents: []string{"Normal/DrainProven: generation 3 drained in 40ms: nothing queued, no accepted connection open; stopping it"},
-		},
-		"drained and proven gone at once: said by Retired's event": {
-			facts: genFacts{drain: &drainFact{ended: v1.ReasonDrainProven, took: 40 * time.Millisecond}, kill: killProven},
+		"drained: its condition says it, no event": {
+			facts: genFacts{drain: &drainFact{ended: v1.ReasonDrainProven, took: 40 * time.Millisecond}},
 			want:  "True/DrainProven: drained in 40ms: nothing queued, no accepted connection open",
 		},
-		"drained, its kill not proven: its own event": {
-			facts:      genFacts{drain: &drainFact{ended: v1.ReasonDrainProven, took: 40 * time.Millisecond}, kill: killUnproven3},
-			want:       "True/DrainProven: drained in 40ms: nothing queued, no accepted connection open",
-			wantEvents: []string{"Normal/DrainProven: generation 3 drained in 40ms: nothing queued, no accepted connection open; stopping it"},
-		},
-		"drained, said again: no second event": {
-			facts: genFacts{drain: &drainFact{ended: v1.ReasonDrainProven, took: 40 * time.Millisecond, repeat: true}},
+		"drained, its kill not proven: the kill's warning says it": {
+			facts: genFacts{drain: &drainFact{ended: v1.ReasonDrainProven, took: 40 * time.Millisecond}, kill: killUnproven3},
 			want:  "True/DrainProven: drained in 40ms: nothing queued, no accepted connection open",
+		},
+		"the limit said again: no second event": {
+			facts: genFacts{drain: &drainFact{ended: v1.ReasonDrainLimit, err: errors.New("ss failed"), limit: time.Second, repeat: true}},
+			want:  "False/DrainLimit: drain limit 1s reached (ss failed); stopped anyway",
 		},
 		"the limit passed": {
 			facts:      genFacts{drain: &drainFact{ended: v1.ReasonDrainLimit, err: errors.New("ss failed"), limit: time.Second}},
@@ -248,20 +242,21 @@ func TestSetDrained(t *testing.T) {
 }
 
 func TestSetTerminated(t *testing.T) {
+	deletedGen := genIn("")
+	deletedGen.DeletionTimestamp = &metav1.Time{Time: time.Unix(1, 0)}
 	runGenSetter(t, v1.ConditionTerminated, setTerminated, map[string]genSetterCase{
 		"no kill": {},
-		"proven": {
+		"proven: Terminated keeps it, no event": {
+			facts: genFacts{kill: killProven},
+			want:  "True/Proven: stopped; unit inactive and cgroup seen empty",
+		},
+		"drained and proven gone: no event either": {
+			facts: genFacts{drain: &drainFact{ended: v1.ReasonDrainProven, took: 40 * time.Millisecond}, kill: killProven},
+			want:  "True/Proven: stopped; unit inactive and cgroup seen empty",
+		},
+		"proven while deleted: its status goes with it, so an event": {
+			gen:        deletedGen,
 			facts:      genFacts{kill: killProven},
-			want:       "True/Proven: stopped; unit inactive and cgroup seen empty",
-			wantEvents: []string{"Normal/Retired: generation 3 proven gone"},
-		},
-		"drained and proven gone: one event for both": {
-			facts:      genFacts{drain: &drainFact{ended: v1.ReasonDrainProven, took: 40 * time.Millisecond}, kill: killProven},
-			want:       "True/Proven: stopped; unit inactive and cgroup seen empty",
-			wantEvents: []string{"Normal/Retired: generation 3 drained in 40ms: nothing queued, no accepted connection open; proven gone"},
-		},
-		"the drain's end said before: Retired alone": {
-			facts:      genFacts{drain: &drainFact{ended: v1.ReasonDrainProven, took: 40 * time.Millisecond, repeat: true}, kill: killProven},
 			want:       "True/Proven: stopped; unit inactive and cgroup seen empty",
 			wantEvents: []string{"Normal/Retired: generation 3 proven gone"},
 		},

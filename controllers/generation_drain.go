@@ -103,14 +103,14 @@ func (r *GenerationReconciler) drainLimit(ctx context.Context, gen *v1.Generatio
 	return time.Duration(*inst.Spec.DrainLimitSeconds) * time.Second
 }
 
-// drainedMsg says a proven drain, in the Drained condition and in the
-// Retired Event that reports it with the stop.
+// drainedMsg says a proven drain, in the Drained condition.
 func drainedMsg(f *drainFact) string {
 	return fmt.Sprintf("drained in %s: nothing queued, no accepted connection open", f.took.Round(time.Millisecond))
 }
 
 // drainStatus writes the Drained condition from f and returns the event
-// its end calls for (on the Instance: it is the swap's).
+// its end calls for: only a drain its limit cut short (on the Instance:
+// it is the swap's).
 func drainStatus(gen *v1.Generation, f *drainFact, set func(typ string, status metav1.ConditionStatus, reason, msg string)) *genEvent {
 	n := gen.Spec.Number
 	what := f.state.String()
@@ -119,13 +119,9 @@ func drainStatus(gen *v1.Generation, f *drainFact, set func(typ string, status m
 	}
 	switch f.ended {
 	case v1.ReasonDrainProven:
-		msg := drainedMsg(f)
-		set(v1.ConditionDrained, metav1.ConditionTrue, v1.ReasonDrainProven, msg)
-		if f.repeat {
-			return nil
-		}
-		return &genEvent{typ: corev1.EventTypeNormal, reason: v1.ReasonDrainProven, action: "Drain",
-			msg: fmt.Sprintf("generation %d %s; stopping it", n, msg), onInstance: true}
+		// No Event: the condition says it, with what it took.
+		set(v1.ConditionDrained, metav1.ConditionTrue, v1.ReasonDrainProven, drainedMsg(f))
+		return nil
 	case v1.ReasonDrainLimit:
 		msg := fmt.Sprintf("drain limit %s reached (%s); stopped anyway", f.limit, what)
 		set(v1.ConditionDrained, metav1.ConditionFalse, v1.ReasonDrainLimit, msg)

@@ -145,7 +145,7 @@ func TestGenerationStatus(t *testing.T) {
 			gen:   genIn(v1.PhaseRetiring, "Started=True/Running", "Ready=True/ProbeSucceeded"),
 			facts: genFacts{kill: &outcome.Kill{Proven: true}},
 			want: genSummary{Phase: v1.PhaseRetired,
-				Conditions: []string{"Ready=False/Retired", "Started=True/Retired", "Terminated=True/Proven"}, Events: []string{"Normal/Retired"}},
+				Conditions: []string{"Ready=False/Retired", "Started=True/Retired", "Terminated=True/Proven"}},
 		},
 	}
 	for name, tc := range tests {

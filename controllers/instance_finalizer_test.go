@@ -196,7 +196,7 @@ func TestGenerationReleaseWrites(t *testing.T) {
 		t.Errorf("%d status writes after the release, want none", statusWrites)
 	}
 	if len(rec.Events) != 1 {
-		t.Errorf("%d events, want the Retired one", len(rec.Events))
+		t.Errorf("%d events, want the Retired one (its status goes with it)", len(rec.Events))
 	}
 }
 

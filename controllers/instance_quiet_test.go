@@ -71,9 +71,10 @@ func TestQuietSwap(t *testing.T) {
 
 // TestSwapWritesAtPromotion: a template edit's reconciles write nothing
 // to the Instance while the new Generation says nothing; the one that
-// promotes it is the swap's first status write, and the old generation
-// is retired only by the reconcile after it: an agent restarted in
-// between re-fences to the activeGeneration written.
+// promotes it is the swap's one status write (Ready, nothing under way),
+// and the old generation is retired only by the reconcile after it: an
+// agent restarted in between re-fences to the activeGeneration written.
+// The old one's proof adds nothing to the Instance.
 func TestSwapWritesAtPromotion(t *testing.T) {
 	inst := instance("swap")
 	served := inst.Spec.Template.DeepCopy()
@@ -94,7 +95,7 @@ func TestSwapWritesAtPromotion(t *testing.T) {
 		},
 		SubResourcePatch: func(ctx context.Context, cl client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
 			if i, ok := obj.(*v1.Instance); ok {
-				writes = append(writes, fmt.Sprintf("Instance status: active %d", i.Status.ActiveGeneration))
+				writes = append(writes, fmt.Sprintf("Instance status: active %d, %s", i.Status.ActiveGeneration, conditionsOf(i.Status.Conditions)))
 			}
 			return cl.SubResource(sub).Patch(ctx, obj, p, opts...)
 		},
@@ -127,8 +128,17 @@ func TestSwapWritesAtPromotion(t *testing.T) {
 	if err := c.Status().Update(context.Background(), g2); err != nil {
 		t.Fatal(err)
 	}
-	reconcile("generation 2 ready", "Instance status: active 2")
+	reconcile("generation 2 ready", "Instance status: active 2, Ready=True/Reconciled StartUncertain=False/Certain KillUnproven=False/Proven")
 	reconcile("promoted: generation 1 retired", generationName("swap", 1)+" retired")
+	g1 = &v1.Generation{}
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: inst.Namespace, Name: generationName("swap", 1)}, g1); err != nil {
+		t.Fatal(err)
+	}
+	g1.Status.Conditions = generation(1, "").retired(RetiredSuperseded).gone().g.Status.Conditions
+	if err := c.Status().Update(context.Background(), g1); err != nil {
+		t.Fatal(err)
+	}
+	reconcile("generation 1 proven gone: nothing more to say")
 }
 
 // TestQuietCreate: a new Instance whose first status (the key minter's)

@@ -94,7 +94,8 @@ func (r *InstanceReconciler) advance(ctx context.Context, s *instanceScope) (ctr
 	case swapPromote:
 		return res, s.promote(ctx, d.target)
 	case swapAwaitRetired:
-		s.progress(v1.ReasonSwapping, "generation %d is retiring", d.target.Spec.Number)
+		// Nothing to say: the old generation's status says its retirement
+		// (see promote).
 	}
 	if d.restore {
 		// The overlap is over: one generation runs alone again.
@@ -184,8 +185,12 @@ func (s *instanceScope) abort(ctx context.Context, latest *v1.Generation) error 
 // name latest before the old one's drain and kill begin. Retired first,
 // a restart in between would lead clients back to a generation being
 // stopped.
+//
+// This write is the swap's last to the Instance: it says Ready and
+// nothing under way, as a Deployment reads complete while its old pods
+// terminate. The old generation's drain and proof are its own status;
+// only a kill left unproven comes back here (KillUnproven).
 func (s *instanceScope) promote(ctx context.Context, latest *v1.Generation) error {
-	active := s.number(s.inst.Status.ActiveGeneration)
 	sock, err := s.r.Runtime.Promote(ctx, node.GenerationRef(s.inst.Namespace, s.inst.Name, latest.Spec.Number))
 	if err != nil {
 		return fmt.Errorf("promote generation %d: %w", latest.Spec.Number, err)
@@ -193,12 +198,6 @@ func (s *instanceScope) promote(ctx context.Context, latest *v1.Generation) erro
 	metrics.ObserveSwap(string(s.inst.Spec.Strategy), "Promoted", s.r.Clock.Since(latest.CreationTimestamp.Time))
 	s.inst.Status.ActiveGeneration, s.inst.Status.Socket, s.inst.Status.NodeName = latest.Spec.Number, sock, s.r.NodeName
 	s.woken()
-	if active != nil {
-		// No Event: the status's activeGeneration says it, as Ready says
-		// the first generation's serving; the old one's drain and its
-		// proof are, since they prove something.
-		s.progress(v1.ReasonSwapping, "generation %d is retiring", active.Spec.Number)
-	}
 	return nil
 }
 

@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
@@ -40,146 +39,14 @@ func benchInstance(name, salt string, app string) *v1.Instance {
 }
 
 // served: Ready, serving generation want or a later one (a restart), and
-// nothing else of it still retiring (Reconciling gone).
+// nothing under way (Reconciling gone). A swap's old generation retires
+// after: its own status says when it is proven gone (alsoGeneration).
 func served(want int64) func(*v1.Instance) bool {
 	return func(i *v1.Instance) bool {
 		return i.Status.ActiveGeneration >= want && i.Status.ObservedGeneration == i.Generation &&
 			meta.IsStatusConditionTrue(i.Status.Conditions, v1.ConditionReady) &&
 			meta.FindStatusCondition(i.Status.Conditions, v1.ConditionReconciling) == nil
 	}
-}
-
-// tracker watches the bench's Instances and records when each first met
-// a condition (or was deleted: gone).
-type tracker struct {
-	mu   sync.Mutex
-	met  map[string]time.Time
-	want map[string]bool
-	all  chan struct{}
-}
-
-// track starts watching before the phase acts, so nothing is missed;
-// cond nil waits for deletion. A watch the API server ends (it does, under
-// load) is started again after a list, which also counts what happened
-// meanwhile.
-func (h *harness) track(ctx context.Context, names []string, cond func(*v1.Instance) bool) (*tracker, func(), error) {
-	tr := &tracker{met: map[string]time.Time{}, want: map[string]bool{}, all: make(chan struct{})}
-	for _, n := range names {
-		tr.want[n] = true
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	rv, err := h.relist(ctx, tr, cond)
-	if err != nil {
-		cancel()
-		return nil, nil, err
-	}
-	go func() {
-		for ctx.Err() == nil {
-			h.follow(ctx, tr, cond, rv)
-			sleep(ctx, 100*time.Millisecond)
-			if next, err := h.relist(ctx, tr, cond); err == nil {
-				rv = next
-			}
-		}
-	}()
-	return tr, cancel, nil
-}
-
-// relist counts what a list shows and returns its resource version.
-func (h *harness) relist(ctx context.Context, tr *tracker, cond func(*v1.Instance) bool) (string, error) {
-	var list v1.InstanceList
-	if err := h.c.List(ctx, &list, client.InNamespace(benchNS)); err != nil {
-		return "", err
-	}
-	now, present := time.Now(), map[string]bool{}
-	for i := range list.Items {
-		present[list.Items[i].Name] = true
-		if cond != nil && cond(&list.Items[i]) {
-			tr.hit(list.Items[i].Name, now)
-		}
-	}
-	if cond == nil {
-		for n := range tr.want {
-			if !present[n] {
-				tr.hit(n, now)
-			}
-		}
-	}
-	return list.ResourceVersion, nil
-}
-
-// follow counts watch events from rv until the watch ends.
-func (h *harness) follow(ctx context.Context, tr *tracker, cond func(*v1.Instance) bool, rv string) {
-	w, err := h.c.Watch(ctx, &v1.InstanceList{}, client.InNamespace(benchNS), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv}})
-	if err != nil {
-		return
-	}
-	defer w.Stop()
-	for ev := range w.ResultChan() {
-		inst, ok := ev.Object.(*v1.Instance)
-		if !ok {
-			return // an error event: list and watch again
-		}
-		if !tr.want[inst.Name] {
-			continue
-		}
-		if (cond == nil && ev.Type == watch.Deleted) || (cond != nil && ev.Type != watch.Deleted && cond(inst)) {
-			tr.hit(inst.Name, time.Now())
-		}
-	}
-}
-
-func (t *tracker) hit(name string, at time.Time) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if _, seen := t.met[name]; seen {
-		return
-	}
-	t.met[name] = at
-	if len(t.met) == len(t.want) {
-		close(t.all)
-	}
-}
-
-// wait returns when every name met the condition, or at the limit; it
-// says how far it got every 30 s.
-func (t *tracker) wait(ctx context.Context, limit time.Duration) error {
-	t0 := time.Now()
-	tick := time.NewTicker(30 * time.Second)
-	defer tick.Stop()
-	end := time.After(limit)
-	for {
-		select {
-		case <-t.all:
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-tick.C:
-			t.mu.Lock()
-			fmt.Printf("bench:   %d of %d after %s\n", len(t.met), len(t.want), time.Since(t0).Round(time.Second))
-			t.mu.Unlock()
-		case <-end:
-			t.mu.Lock()
-			defer t.mu.Unlock()
-			var missing []string
-			for n := range t.want {
-				if _, ok := t.met[n]; !ok && len(missing) < 5 {
-					missing = append(missing, n)
-				}
-			}
-			return fmt.Errorf("%d of %d reached within %s; not %v", len(t.met), len(t.want), limit, missing)
-		}
-	}
-}
-
-func (t *tracker) times() map[string]time.Time {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	out := make(map[string]time.Time, len(t.met))
-	for k, v := range t.met {
-		out[k] = v
-	}
-	return out
 }
 
 // parallel runs f for each name on 32 workers and records when each call
@@ -214,14 +81,36 @@ func parallel(names []string, f func(string) error) (map[string]time.Time, error
 	return began, first
 }
 
-// measured runs act under a tracker for cond and fills a phase's figures.
-func (h *harness) measured(ctx context.Context, name string, names []string, cond func(*v1.Instance) bool, act func(string) error) (phase, error) {
+// alsoGeneration is a further condition a phase waits for, on one
+// Generation of each Instance: an Instance is done once both are met.
+type alsoGeneration struct {
+	number int64
+	cond   func(*v1.Generation) bool
+}
+
+// measured runs act under a tracker for cond (and also's, if any) and
+// fills a phase's figures.
+func (h *harness) measured(ctx context.Context, name string, names []string, cond func(*v1.Instance) bool, act func(string) error, also ...alsoGeneration) (phase, error) {
 	var p phase
 	tr, stop, err := h.track(ctx, names, cond)
 	if err != nil {
 		return p, err
 	}
 	defer stop()
+	var gtr *tracker
+	genOf := func(n string) string { return "" }
+	if len(also) > 0 {
+		genOf = func(n string) string { return fmt.Sprintf("%s-g%d", n, also[0].number) }
+		gnames := make([]string, len(names))
+		for i, n := range names {
+			gnames[i] = genOf(n)
+		}
+		var gstop func()
+		if gtr, gstop, err = trackKind(ctx, h, generations, gnames, also[0].cond); err != nil {
+			return p, err
+		}
+		defer gstop()
+	}
 	cpu0, _, _ := h.agentUsage()
 	cp0, units0, self0 := controlPlaneCPU(), unitsCPU(h.lay.CgroupRoot), selfCPU()
 	busy0, total0 := machineCPU()
@@ -234,6 +123,9 @@ func (h *harness) measured(ctx context.Context, name string, names []string, con
 		return p, err
 	}
 	werr := tr.wait(ctx, h.o.phaseLimit)
+	if werr == nil && gtr != nil {
+		werr = gtr.wait(ctx, h.o.phaseLimit)
+	}
 	p.All = time.Since(t0).Seconds()
 	cpu1, rss, _ := h.agentUsage()
 	busy1, total1 := machineCPU()
@@ -248,7 +140,16 @@ func (h *harness) measured(ctx context.Context, name string, names []string, con
 	p.AgentCPU, p.AgentPeakRSS = (cpu1 - cpu0).Seconds(), rss
 	p.APIRequestsPerInstance = (req1 - req0) / float64(len(names))
 	var lat []time.Duration
+	var gtimes map[string]time.Time
+	if gtr != nil {
+		gtimes = gtr.times()
+	}
 	for n, at := range tr.times() {
+		if g, ok := gtimes[genOf(n)]; ok && g.After(at) {
+			at = g
+		} else if gtr != nil && !ok {
+			continue // not done: its generation's condition is not met
+		}
 		lat = append(lat, at.Sub(began[n]))
 	}
 	p.P50, p.P90, p.P99 = percentiles(lat)
@@ -345,11 +246,16 @@ func (h *harness) waitQueuesEmpty(ctx context.Context, quiet time.Duration) erro
 
 func phaseSwap(ctx context.Context, h *harness, r *results) error {
 	var err error
+	// Done once generation 2 serves and generation 1 is proven gone: the
+	// Instance's status says the first, generation 1's the second.
+	gone := alsoGeneration{number: 1, cond: func(g *v1.Generation) bool {
+		return meta.IsStatusConditionTrue(g.Status.Conditions, v1.ConditionTerminated)
+	}}
 	r.Swap, err = h.measured(ctx, "swap", names("app", h.o.n), served(2), func(n string) error {
 		inst := &v1.Instance{ObjectMeta: metav1.ObjectMeta{Namespace: benchNS, Name: n}}
 		patch := []byte(`{"spec":{"template":{"env":[{"name":"SALT","value":"2"}]}}}`)
 		return h.c.Patch(ctx, inst, client.RawPatch("application/merge-patch+json", patch))
-	})
+	}, gone)
 	return err
 }
 
