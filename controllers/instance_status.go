@@ -96,7 +96,8 @@ func setStartUncertain(inst *v1.Instance, f instanceFacts) {
 }
 
 // setKillUnproven: True while a generation's kill, or a role's, is not
-// proven.
+// proven. False claims no proof of its own: a retirement under way (a
+// swap's old generation) is its Generation's to say.
 func setKillUnproven(inst *v1.Instance, f instanceFacts) {
 	switch {
 	case f.unproven != nil:
@@ -106,7 +107,7 @@ func setKillUnproven(inst *v1.Instance, f instanceFacts) {
 	case f.note.unproven:
 		setInstanceCondition(inst, f, v1.ConditionKillUnproven, metav1.ConditionTrue, f.note.reason, f.note.msg)
 	default:
-		setInstanceCondition(inst, f, v1.ConditionKillUnproven, metav1.ConditionFalse, v1.ReasonProven, "every retired generation is proven gone")
+		setInstanceCondition(inst, f, v1.ConditionKillUnproven, metav1.ConditionFalse, v1.ReasonProven, "no kill is left unproven")
 	}
 }
 

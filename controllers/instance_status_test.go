@@ -92,7 +92,7 @@ func TestSetStartUncertain(t *testing.T) {
 func TestSetKillUnproven(t *testing.T) {
 	runInstanceSetter(t, v1.ConditionKillUnproven, setKillUnproven, map[string]instanceSetterCase{
 		"every kill proven": {
-			want: observedCond(v1.ConditionKillUnproven, metav1.ConditionFalse, v1.ReasonProven, "every retired generation is proven gone"),
+			want: observedCond(v1.ConditionKillUnproven, metav1.ConditionFalse, v1.ReasonProven, "no kill is left unproven"),
 		},
 		"a generation's kill not proven": {
 			facts: instanceFacts{unproven: killNotProven},

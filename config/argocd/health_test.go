@@ -136,7 +136,7 @@ func instance(suspend bool, observed int64, conds ...cond) *v1.Instance {
 // settled are the conditions of an Instance whose doubts are cleared.
 var settled = []cond{
 	{v1.ConditionStartUncertain, "False", "Certain", "every start's outcome is known"},
-	{v1.ConditionKillUnproven, "False", v1.ReasonProven, "every retired generation is proven gone"},
+	{v1.ConditionKillUnproven, "False", v1.ReasonProven, "no kill is left unproven"},
 }
 
 func with(extra ...cond) []cond { return append(append([]cond{}, settled...), extra...) }
@@ -186,7 +186,7 @@ func TestInstanceHealth(t *testing.T) {
 		"start uncertain": {
 			obj: instance(false, 2,
 				cond{v1.ConditionStartUncertain, "True", v1.ReasonQueuedJobMayRun, "generation 2: start job queued"},
-				cond{v1.ConditionKillUnproven, "False", v1.ReasonProven, "every retired generation is proven gone"},
+				cond{v1.ConditionKillUnproven, "False", v1.ReasonProven, "no kill is left unproven"},
 				cond{v1.ConditionReady, "False", v1.ConditionStartUncertain, "a start may or may not have run"}),
 			want: health{"Degraded", "StartUncertain (QueuedJobMayRun): generation 2: start job queued"},
 		},
