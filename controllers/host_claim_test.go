@@ -136,7 +136,8 @@ func hostInUse(inst *v1.Instance, holder racer) (bool, string) {
 
 // The second Instance with a host already held starts nothing, says why
 // without naming the holder, and takes the host over once the holder is
-// deleted (its claim released before its finalizer went).
+// deleted: its claim is left, and the holder's deletion wakes the second,
+// which finds the holder gone (no cluster side runs here).
 func TestSecondInstanceWithAHostWaits(t *testing.T) {
 	ensureNamespace(t, otherNamespace)
 	first, second := racer{ns: "default", name: "host-first"}, racer{ns: otherNamespace, name: "host-second"}

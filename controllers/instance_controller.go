@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -259,7 +260,8 @@ func (r *InstanceReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&v1.Instance{}).
 		Owns(&v1.Generation{}).
 		Watches(&v1.UserGrant{}, handler.EnqueueRequestsFromMapFunc(r.instancesOfGrant)).
-		Watches(&v1.HostClaim{}, handler.EnqueueRequestsFromMapFunc(r.claimants))
+		Watches(&v1.HostClaim{}, handler.EnqueueRequestsFromMapFunc(r.claimants)).
+		Watches(&v1.Instance{}, handler.EnqueueRequestsFromMapFunc(r.heirs), builder.WithPredicates(onlyDeletes))
 	if r.RoleEvents != nil {
 		b = b.WatchesRawSource(source.Channel(r.RoleEvents, &handler.TypedEnqueueRequestForObject[*v1.Instance]{}))
 	}

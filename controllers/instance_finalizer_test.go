@@ -83,16 +83,24 @@ func TestDeletionWrites(t *testing.T) {
 func deletionWrites(t *testing.T, conditions []metav1.Condition, first int) {
 	now := metav1.Now()
 	inst := &v1.Instance{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "app", UID: "u1", Finalizers: []string{v1.Finalizer},
-		DeletionTimestamp: &now}, Spec: v1.InstanceSpec{NodeName: "n1"}, Status: v1.InstanceStatus{Conditions: conditions}}
+		DeletionTimestamp: &now}, Spec: v1.InstanceSpec{NodeName: "n1", Host: "app.example.com"}, Status: v1.InstanceStatus{Conditions: conditions}}
+	claim := claimOf("app.example.com", "ns", "app", "u1", "n1")
+	claim.Labels = map[string]string{v1.LabelHolderUID: "u1"} // as createClaim labels it
 	gens := []*v1.Generation{}
 	for n := range int64(2) {
 		gens = append(gens, &v1.Generation{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: generationName("app", n+1),
 			Labels: map[string]string{v1.LabelInstance: "app"}, Finalizers: []string{v1.Finalizer}},
 			Spec: v1.GenerationSpec{Instance: "app", Number: n + 1, NodeName: "n1"}})
 	}
-	statusWrites := 0
+	statusWrites, claimWrites := 0, 0
 	c := crfake.NewClientBuilder().WithScheme(scheme.New()).WithStatusSubresource(&v1.Instance{}, &v1.Generation{}).
-		WithObjects(inst, gens[0], gens[1]).WithInterceptorFuncs(interceptor.Funcs{
+		WithObjects(inst, gens[0], gens[1], claim).WithInterceptorFuncs(interceptor.Funcs{
+		Delete: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+			if _, ok := obj.(*v1.HostClaim); ok {
+				claimWrites++
+			}
+			return cl.Delete(ctx, obj, opts...)
+		},
 		SubResourcePatch: func(ctx context.Context, cl client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
 			if _, ok := obj.(*v1.Instance); ok {
 				statusWrites++
@@ -131,6 +139,14 @@ func deletionWrites(t *testing.T, conditions []metav1.Condition, first int) {
 	reconcile("none left: the lease let go", 0)
 	if err := c.Get(context.Background(), client.ObjectKeyFromObject(inst), &v1.Instance{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the Instance after its lease was let go: %v, want gone", err)
+	}
+	// The host's claim is the cluster side's to give back (or an heir's
+	// on this node to take over): not a write of the deletion.
+	if claimWrites != 0 {
+		t.Errorf("%d HostClaim deletes, want none", claimWrites)
+	}
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(claim), &v1.HostClaim{}); err != nil {
+		t.Errorf("the claim after the deletion: %v, want kept", err)
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
@@ -68,26 +70,6 @@ func (r *InstanceReconciler) releaseFormerHosts(ctx context.Context, s *instance
 	return ctrl.Result{}, nil
 }
 
-// releaseAllHosts gives back every host the Instance holds, once nothing
-// of it runs; the list is the API server's, so that a claim just made is
-// not left behind when the finalizer goes.
-func (s *instanceScope) releaseAllHosts(ctx context.Context) error {
-	var list v1.HostClaimList
-	if err := s.r.Reader.List(ctx, &list, client.MatchingLabels{v1.LabelHolderUID: string(s.inst.UID)}); err != nil {
-		return fmt.Errorf("list the instance's host claims: %w", err)
-	}
-	for i := range list.Items {
-		// A claim made from another node (before a move) is released by
-		// the cluster side once its holder is gone.
-		if c := &list.Items[i]; c.Spec.UID == s.inst.UID && c.Spec.NodeName == s.r.NodeName {
-			if err := s.r.releaseClaim(ctx, c); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
 // indexInstanceHost indexes the cached Instances by spec.host, so a
 // claim's event finds its claimants without copying every Instance: on a
 // node of N, a mass create or reboot makes N claim events.
@@ -109,9 +91,32 @@ func instanceHost(o client.Object) []string {
 // claimants are the node's Instances that name claim's host: a claim
 // deleted wakes those waiting for it.
 func (r *InstanceReconciler) claimants(ctx context.Context, claim client.Object) []reconcile.Request {
+	return r.onHost(ctx, claim.GetName())
+}
+
+// onlyDeletes passes a watch's delete events only.
+var onlyDeletes = predicate.Funcs{
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	UpdateFunc:  func(event.UpdateEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+}
+
+// heirs are the node's Instances that name a deleted Instance's host: it
+// leaves its claim behind (see finalize), and one of them may take it
+// over now that its holder is gone.
+func (r *InstanceReconciler) heirs(ctx context.Context, o client.Object) []reconcile.Request {
+	inst, ok := o.(*v1.Instance)
+	if !ok || inst.Spec.Host == "" {
+		return nil
+	}
+	return r.onHost(ctx, inst.Spec.Host)
+}
+
+// onHost are the node's Instances whose spec.host is host.
+func (r *InstanceReconciler) onHost(ctx context.Context, host string) []reconcile.Request {
 	var list v1.InstanceList
-	if err := r.Client.List(ctx, &list, client.MatchingFields{indexInstanceHost: claim.GetName()}); err != nil {
-		ctrl.LoggerFrom(ctx).Info("host claim changed; the node's instances cannot be listed", "host", claim.GetName(), "error", err.Error())
+	if err := r.Client.List(ctx, &list, client.MatchingFields{indexInstanceHost: host}); err != nil {
+		ctrl.LoggerFrom(ctx).Info("host claim changed; the node's instances cannot be listed", "host", host, "error", err.Error())
 		return nil
 	}
 	var out []reconcile.Request

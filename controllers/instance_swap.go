@@ -270,11 +270,11 @@ func (r *InstanceReconciler) finalize(ctx context.Context, s *instanceScope) (ct
 	if err := r.Runtime.Remove(ctx, s.ref()); err != nil {
 		return ctrl.Result{}, fmt.Errorf("remove instance from the node: %w", err)
 	}
-	// Nothing of the Instance runs: its hosts are free for others. Not
-	// before: an Instance being deleted keeps its claim while it serves.
-	if err := s.releaseAllHosts(ctx); err != nil {
-		return ctrl.Result{}, err
-	}
+	// Its host claims are left as they are: once it is gone (the
+	// finalizer below), the cluster side gives them back
+	// (cluster/moves.ClaimReconciler), or an Instance of this node that
+	// names the host takes one over (claimStale). Not a write of the
+	// deletion's own.
 	controllerutil.RemoveFinalizer(s.inst, v1.Finalizer)
 	if err := r.Client.Update(ctx, s.inst); err != nil {
 		s.released = apierrors.IsNotFound(err)

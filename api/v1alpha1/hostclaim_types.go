@@ -36,7 +36,10 @@ type HostClaimSpec struct {
 // HostClaim is one host's owner in the cluster, named after the host (a
 // DNS-1123 subdomain, like every object name). The API server refuses a
 // second object of one name, so two Instances never hold one host: the
-// first to create the claim keeps it until its agent deletes it.
+// first to create the claim keeps it until its holder is gone (its
+// finalizer let go once every unit of it was proven gone). The cluster
+// side then deletes the claim, unless an Instance on the holder's node
+// took it over first.
 // +kubebuilder:object:root=true
 // +kubebuilder:selectablefield:JSONPath=`.spec.nodeName`
 // +kubebuilder:resource:scope=Cluster,shortName=hc,categories=unitlet
