@@ -2,10 +2,10 @@ package logs
 
 import (
 	"net"
-	"os"
 	"sync"
 
 	"github.com/unitlet/unitlet/runtime/evloop"
+	"github.com/unitlet/unitlet/runtime/unixsock"
 )
 
 // acceptor serves every connection to one unix socket in a goroutine of
@@ -25,12 +25,8 @@ type acceptor struct {
 // listenUnix binds path, mode 0600: only the agent and the trampoline,
 // still root before it drops privileges, connect.
 func listenUnix(path string) (*acceptor, error) {
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	ln, err := unixsock.ListenPrivate(path)
 	if err != nil {
-		return nil, err
-	}
-	if err := os.Chmod(path, 0o600); err != nil {
-		ln.Close()
 		return nil, err
 	}
 	return &acceptor{ln: ln, conns: map[net.Conn]struct{}{}}, nil

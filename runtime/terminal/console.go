@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/unitlet/unitlet/runtime/unixsock"
 )
 
 // Config is what the agent connects a run's terminal to.
@@ -52,12 +54,8 @@ type Console struct {
 // Listen binds path (mode 0600: only the agent and the trampoline, still
 // root, connect) and serves the terminal handed over there.
 func Listen(path string, cfg Config) (*Console, error) {
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	ln, err := unixsock.ListenPrivate(path)
 	if err != nil {
-		return nil, err
-	}
-	if err := os.Chmod(path, 0o600); err != nil {
-		ln.Close()
 		return nil, err
 	}
 	c := &Console{ln: ln, cfg: cfg, done: make(chan struct{}), size: cfg.Size}
