@@ -1,6 +1,10 @@
 // Package keyminter runs the cluster side's instance key controller
 // (cluster/instancekey) in a test process, as `unitlet cluster` runs it
-// beside the agents: without it no Instance makes a generation.
+// beside the agents: without it no Instance makes a generation. Beside
+// it runs the cluster side's release of host claims whose holder is gone
+// (cluster/moves.ClaimReconciler): an agent leaves a deleted Instance's
+// claim to it, and a later test's Instance on another node may name the
+// same host.
 package keyminter
 
 import (
@@ -17,6 +21,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	clusterkey "github.com/unitlet/unitlet/cluster/instancekey"
+	"github.com/unitlet/unitlet/cluster/moves"
 	"github.com/unitlet/unitlet/internal/scheme"
 )
 
@@ -42,6 +47,10 @@ func Start(ctx context.Context, cfg *rest.Config) error {
 	r := &clusterkey.Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), KeyNamespace: Namespace}
 	if err := r.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("key minter: %w", err)
+	}
+	claims := &moves.ClaimReconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader()}
+	if err := claims.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("host claims: %w", err)
 	}
 	go func() { _ = mgr.Start(ctx) }()
 	return nil
