@@ -22,8 +22,10 @@ import (
 )
 
 // startKeyMinter runs the cluster side's key controller, as `unitlet
-// cluster` does beside the agents.
-func startKeyMinter(ctx context.Context) error { return keyminter.Start(ctx, env.Config) }
+// cluster` does beside the agents; not its claims' release: this suite
+// tests what the agent alone does with a claim whose holder is gone
+// (TestStaleClaimIsTakenOverOnItsNode).
+func startKeyMinter(ctx context.Context) error { return keyminter.StartKeys(ctx, env.Config) }
 
 func TestPredecessorFingerprint(t *testing.T) {
 	gen := func(n int64, fp string) *v1.Generation {

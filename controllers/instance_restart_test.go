@@ -116,9 +116,12 @@ func TestActiveEndsDuringSwap(t *testing.T) {
 			if g3, g2 := getGeneration(t, inst, 3), getGeneration(t, inst, 2); g3.Annotations[AnnotationTemplateHash] != g2.Annotations[AnnotationTemplateHash] {
 				t.Error("g3 does not carry g2's (the new) template")
 			}
-			if g1 := getGeneration(t, inst, 1); !g1.Spec.Retired {
-				t.Error("g1 not retired")
-			}
+			// Retired by the reconcile after the promotion, which is
+			// already Ready (see promote).
+			testutil.Eventually(t, "g1 retired", waitLimit, pollEvery, func() (bool, string) {
+				g1 := getGeneration(t, inst, 1)
+				return g1.Spec.Retired, string(g1.Status.Phase)
+			})
 		})
 	}
 }

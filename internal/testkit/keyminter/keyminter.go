@@ -28,8 +28,15 @@ import (
 // Namespace is where the keys are minted (the agents' default).
 const Namespace = clusterkey.DefaultNamespace
 
-// Start creates Namespace and mints keys until ctx ends.
-func Start(ctx context.Context, cfg *rest.Config) error {
+// Start creates Namespace, mints keys and releases the claims of gone
+// holders until ctx ends.
+func Start(ctx context.Context, cfg *rest.Config) error { return start(ctx, cfg, true) }
+
+// StartKeys is Start without the claims' release: for a suite that
+// tests what the agent alone does with a claim its holder left.
+func StartKeys(ctx context.Context, cfg *rest.Config) error { return start(ctx, cfg, false) }
+
+func start(ctx context.Context, cfg *rest.Config, releaseClaims bool) error {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme.New(), Metrics: metricsserver.Options{BindAddress: "0"},
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			&corev1.Secret{}: {Namespaces: map[string]cache.Config{Namespace: {}}}}}})
@@ -48,9 +55,11 @@ func Start(ctx context.Context, cfg *rest.Config) error {
 	if err := r.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("key minter: %w", err)
 	}
-	claims := &moves.ClaimReconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader()}
-	if err := claims.SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("host claims: %w", err)
+	if releaseClaims {
+		claims := &moves.ClaimReconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader()}
+		if err := claims.SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("host claims: %w", err)
+		}
 	}
 	go func() { _ = mgr.Start(ctx) }()
 	return nil
