@@ -26,6 +26,7 @@ import (
 	"github.com/unitlet/unitlet/controllers/hostgate"
 	"github.com/unitlet/unitlet/controllers/metrics"
 	"github.com/unitlet/unitlet/controllers/statuswrite"
+	"github.com/unitlet/unitlet/internal/watchfilter"
 	"github.com/unitlet/unitlet/runtime/node"
 )
 
@@ -261,7 +262,7 @@ func (r *InstanceReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&v1.Generation{}).
 		Watches(&v1.UserGrant{}, handler.EnqueueRequestsFromMapFunc(r.instancesOfGrant)).
 		Watches(&v1.HostClaim{}, handler.EnqueueRequestsFromMapFunc(r.claimants)).
-		Watches(&v1.Instance{}, handler.EnqueueRequestsFromMapFunc(r.heirs), builder.WithPredicates(onlyDeletes))
+		Watches(&v1.Instance{}, handler.EnqueueRequestsFromMapFunc(r.heirs), builder.WithPredicates(watchfilter.OnlyDeletes))
 	if r.RoleEvents != nil {
 		b = b.WatchesRawSource(source.Channel(r.RoleEvents, &handler.TypedEnqueueRequestForObject[*v1.Instance]{}))
 	}

@@ -6,8 +6,6 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
@@ -92,13 +90,6 @@ func instanceHost(o client.Object) []string {
 // deleted wakes those waiting for it.
 func (r *InstanceReconciler) claimants(ctx context.Context, claim client.Object) []reconcile.Request {
 	return r.onHost(ctx, claim.GetName())
-}
-
-// onlyDeletes passes a watch's delete events only.
-var onlyDeletes = predicate.Funcs{
-	CreateFunc:  func(event.CreateEvent) bool { return false },
-	UpdateFunc:  func(event.UpdateEvent) bool { return false },
-	GenericFunc: func(event.GenericEvent) bool { return false },
 }
 
 // heirs are the node's Instances that name a deleted Instance's host: it

@@ -8,12 +8,11 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
+	"github.com/unitlet/unitlet/internal/watchfilter"
 )
 
 // ClaimReconciler deletes a HostClaim whose holder is gone. An agent
@@ -67,14 +66,9 @@ func (r *ClaimReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}
 		return reqs
 	})
-	onlyDeletes := predicate.Funcs{
-		CreateFunc:  func(event.CreateEvent) bool { return false },
-		UpdateFunc:  func(event.UpdateEvent) bool { return false },
-		GenericFunc: func(event.GenericEvent) bool { return false },
-	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("hostclaims").
 		For(&v1.HostClaim{}).
-		Watches(&v1.Instance{}, held, builder.WithPredicates(onlyDeletes)).
+		Watches(&v1.Instance{}, held, builder.WithPredicates(watchfilter.OnlyDeletes)).
 		Complete(r)
 }

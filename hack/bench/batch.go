@@ -73,7 +73,7 @@ func (h *harness) batchRounds(ctx context.Context, prefix string, size, rounds i
 		m0 := selfScrape()
 		p, err := h.measured(ctx, prefix, ns, served(1), func(n string) error {
 			return h.c.Create(ctx, benchInstance(n, "1", h.app))
-		})
+		}, nil)
 		if err != nil {
 			return pooled, nil, where{}, err
 		}
@@ -88,7 +88,7 @@ func (h *harness) batchRounds(ctx context.Context, prefix string, size, rounds i
 		pooled = p
 		if _, err := h.measured(ctx, prefix+"-delete", ns, nil, func(n string) error {
 			return h.c.Delete(ctx, &v1.Instance{ObjectMeta: metav1.ObjectMeta{Namespace: benchNS, Name: n}})
-		}); err != nil {
+		}, nil); err != nil {
 			return pooled, nil, where{}, err
 		}
 	}

@@ -88,9 +88,9 @@ type alsoGeneration struct {
 	cond   func(*v1.Generation) bool
 }
 
-// measured runs act under a tracker for cond (and also's, if any) and
-// fills a phase's figures.
-func (h *harness) measured(ctx context.Context, name string, names []string, cond func(*v1.Instance) bool, act func(string) error, also ...alsoGeneration) (phase, error) {
+// measured runs act under a tracker for cond (and also's, unless nil)
+// and fills a phase's figures.
+func (h *harness) measured(ctx context.Context, name string, names []string, cond func(*v1.Instance) bool, act func(string) error, also *alsoGeneration) (phase, error) {
 	var p phase
 	tr, stop, err := h.track(ctx, names, cond)
 	if err != nil {
@@ -99,14 +99,14 @@ func (h *harness) measured(ctx context.Context, name string, names []string, con
 	defer stop()
 	var gtr *tracker
 	genOf := func(n string) string { return "" }
-	if len(also) > 0 {
-		genOf = func(n string) string { return fmt.Sprintf("%s-g%d", n, also[0].number) }
+	if also != nil {
+		genOf = func(n string) string { return fmt.Sprintf("%s-g%d", n, also.number) }
 		gnames := make([]string, len(names))
 		for i, n := range names {
 			gnames[i] = genOf(n)
 		}
 		var gstop func()
-		if gtr, gstop, err = trackKind(ctx, h, generations, gnames, also[0].cond); err != nil {
+		if gtr, gstop, err = trackKind(ctx, h, generations, gnames, also.cond); err != nil {
 			return p, err
 		}
 		defer gstop()
@@ -169,7 +169,7 @@ func phaseCreate(ctx context.Context, h *harness, r *results) error {
 	var err error
 	r.Create, err = h.measured(ctx, "create", names("app", h.o.n), served(1), func(n string) error {
 		return h.c.Create(ctx, benchInstance(n, "1", h.app))
-	})
+	}, nil)
 	h.heapProfile("create")
 	r.AgentGoroutines, _ = h.metric("go_goroutines")
 	heap, _ := h.metric("go_memstats_heap_inuse_bytes")
@@ -248,7 +248,7 @@ func phaseSwap(ctx context.Context, h *harness, r *results) error {
 	var err error
 	// Done once generation 2 serves and generation 1 is proven gone: the
 	// Instance's status says the first, generation 1's the second.
-	gone := alsoGeneration{number: 1, cond: func(g *v1.Generation) bool {
+	gone := &alsoGeneration{number: 1, cond: func(g *v1.Generation) bool {
 		return meta.IsStatusConditionTrue(g.Status.Conditions, v1.ConditionTerminated)
 	}}
 	r.Swap, err = h.measured(ctx, "swap", names("app", h.o.n), served(2), func(n string) error {
@@ -263,7 +263,7 @@ func phaseDelete(ctx context.Context, h *harness, r *results) error {
 	var err error
 	r.Delete, err = h.measured(ctx, "delete", names("app", h.o.n), nil, func(n string) error {
 		return h.c.Delete(ctx, &v1.Instance{ObjectMeta: metav1.ObjectMeta{Namespace: benchNS, Name: n}})
-	})
+	}, nil)
 	r.LeftAfterDelete = h.leftovers()
 	return err
 }
