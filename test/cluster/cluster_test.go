@@ -13,6 +13,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -256,6 +257,12 @@ func rollout(t *testing.T) {
 func deleteOne(t *testing.T) {
 	kube.DeleteAndWait(t, "ledger", 3*time.Minute)
 	leftOnNode(t, "ledger")
+	// The agent leaves the host's claim; the cluster side's Deployment
+	// gives it back once its holder is gone.
+	eventually(t, "ledger.example.com's claim given back", time.Minute, func() (bool, string) {
+		err := k8s.Get(context.Background(), client.ObjectKey{Name: "ledger.example.com"}, &v1.HostClaim{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
 }
 
 // uninstall removes what install.yaml installed, in the order
