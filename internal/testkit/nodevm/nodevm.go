@@ -136,7 +136,7 @@ func Boot(ctx context.Context, o Options) (*VM, error) {
 
 	deadline := time.Now().Add(o.BootLimit)
 	for {
-		if _, err := v.Run(ctx, "test -d /sys/fs/cgroup"); err == nil {
+		if _, err := v.runOnce(ctx, "test -d /sys/fs/cgroup", nil); err == nil {
 			v.Booted = time.Since(start)
 			return v, nil
 		}
@@ -178,8 +178,41 @@ func (v *VM) Run(ctx context.Context, script string) (string, error) {
 	return v.RunInput(ctx, script, nil)
 }
 
-// RunInput is Run with stdin.
+// unreachedFor bounds how long Run tries again an ssh that did not reach
+// the guest: a guest starting twenty apps at once after a reboot, on an
+// emulated CPU, can leave sshd's banner late past ConnectTimeout.
+const unreachedFor = time.Minute
+
+// RunInput is Run with stdin. When ssh fails before the session starts
+// the script has not run, so it is tried again, until ctx ends or
+// unreachedFor passes; any other failure is returned as it is.
 func (v *VM) RunInput(ctx context.Context, script string, stdin []byte) (string, error) {
+	deadline := time.Now().Add(unreachedFor)
+	for {
+		out, err := v.runOnce(ctx, script, stdin)
+		if !errors.Is(err, errUnreached) || time.Now().After(deadline) {
+			return out, err
+		}
+		select {
+		case <-ctx.Done():
+			return out, err
+		case <-v.exited:
+			return out, err
+		case <-time.After(2 * time.Second):
+		}
+	}
+}
+
+// errUnreached marks an ssh that did not reach the guest's shell.
+var errUnreached = errors.New("ssh did not reach the guest")
+
+// unreachedMarks are ssh's own messages (exit 255) for a connection that
+// failed before authentication, so before anything ran in the guest.
+var unreachedMarks = []string{"banner exchange", "kex_exchange_identification", "Connection refused", "Connection timed out", "No route to host"}
+
+// runOnce is one ssh: probes that wait for the guest to come or go use
+// it, so that each probe answers at once.
+func (v *VM) runOnce(ctx context.Context, script string, stdin []byte) (string, error) {
 	args := append(v.SSHCommand(), "bash", "-ec", shellQuote(script))
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 	var out, errb bytes.Buffer
@@ -188,9 +221,24 @@ func (v *VM) RunInput(ctx context.Context, script string, stdin []byte) (string,
 		cmd.Stdin = bytes.NewReader(stdin)
 	}
 	if err := cmd.Run(); err != nil {
-		return out.String(), fmt.Errorf("nodevm: %q: %w: %s", firstLine(script), err, strings.TrimSpace(errb.String()))
+		stderr := strings.TrimSpace(errb.String())
+		var exit *exec.ExitError
+		if errors.As(err, &exit) && exit.ExitCode() == 255 && containsAny(stderr, unreachedMarks) {
+			err = fmt.Errorf("%w: %w", errUnreached, err)
+		}
+		return out.String(), fmt.Errorf("nodevm: %q: %w: %s", firstLine(script), err, stderr)
 	}
 	return out.String(), nil
+}
+
+// containsAny says whether s holds any of subs.
+func containsAny(s string, subs []string) bool {
+	for _, sub := range subs {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
 }
 
 // WriteFile writes data to path in the guest with mode, atomically (a

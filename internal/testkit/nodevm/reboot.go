@@ -44,7 +44,7 @@ func (v *VM) Reboot(ctx context.Context, how string) (time.Duration, error) {
 	gone, err := v.await(ctx, "ssh to go away", time.Minute, func() bool {
 		probe, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
-		_, err := v.Run(probe, "true")
+		_, err := v.runOnce(probe, "true", nil)
 		return err != nil
 	})
 	if err != nil {
@@ -71,7 +71,7 @@ func (v *VM) Reboot(ctx context.Context, how string) (time.Duration, error) {
 func (v *VM) ids(ctx context.Context) ([2]string, error) {
 	probe, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	out, err := v.Run(probe, "cat /proc/sys/kernel/random/boot_id /etc/machine-id")
+	out, err := v.runOnce(probe, "cat /proc/sys/kernel/random/boot_id /etc/machine-id", nil)
 	f := strings.Fields(out)
 	if err != nil || len(f) != 2 {
 		return [2]string{}, fmt.Errorf("nodevm: boot and machine ID: %q: %v", out, err)
