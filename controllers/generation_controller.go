@@ -192,11 +192,12 @@ func (r *GenerationReconciler) instanceOf(ctx context.Context, gen *v1.Generatio
 	return inst
 }
 
-// inputFault is err, a start's input (its key, its env) not read, as a
-// fact for the status; nil once ctx ended: a read cut short by this agent
-// stopping says nothing of the input, and the next agent reads it again.
-// Written, it read "context canceled" on the Generation until then.
-func inputFault(ctx context.Context, err error) error {
+// unlessStopping is err, a start that handed nothing off (its key, its
+// env not read; its slot not prepared), as a fact for the status; nil
+// once ctx ended: a step cut short by this agent stopping says nothing of
+// the input or the node, and the next agent tries it again. Written, it
+// read "context canceled" on the Generation until then.
+func unlessStopping(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return nil
 	}
@@ -237,13 +238,13 @@ func (r *GenerationReconciler) start(ctx context.Context, s *generationScope) (c
 	}
 	key, err := r.generationKey(ctx, inst, gen)
 	if err != nil {
-		s.facts.keyErr = inputFault(ctx, err) // the gate held it: nothing was handed off, and retried
+		s.facts.keyErr = unlessStopping(ctx, err) // the gate held it: nothing was handed off, and retried
 		return ctrl.Result{}, err
 	}
 	req, err := startRequest(ctx, r.Reader, inst, refOf(gen), &gen.Spec.Template, g)
 	req.InstanceKey = key
 	if err != nil {
-		s.facts.envErr = inputFault(ctx, err) // nothing was handed off: proven not started, and retried
+		s.facts.envErr = unlessStopping(ctx, err) // nothing was handed off: proven not started, and retried
 		return ctrl.Result{}, err
 	}
 	req.Command, req.Args, req.Tier, req.Grace = gen.Spec.Template.Command, gen.Spec.Template.Args, tierOf(gen.Spec.Template.Tier), r.Grace
@@ -263,7 +264,7 @@ func (r *GenerationReconciler) start(ctx context.Context, s *generationScope) (c
 	}
 	var notPrepared *node.PrepareError
 	if res.Start.Kind == outcome.NotStarted && errors.As(res.Start.Cause, &notPrepared) {
-		s.facts.prepareErr = notPrepared // nothing was handed off: retried
+		s.facts.prepareErr = unlessStopping(ctx, notPrepared) // nothing was handed off: retried
 		return ctrl.Result{}, notPrepared
 	}
 	ctrl.LoggerFrom(ctx).Info("prepared and started", kv...)

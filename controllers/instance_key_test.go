@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -19,6 +20,7 @@ import (
 	"github.com/unitlet/unitlet/internal/testkit/testutil"
 	"github.com/unitlet/unitlet/runtime/layout"
 	"github.com/unitlet/unitlet/runtime/node"
+	"github.com/unitlet/unitlet/runtime/outcome"
 )
 
 // startKeyMinter runs the cluster side's key controller, as `unitlet
@@ -226,6 +228,51 @@ func TestStoppingSaysNothingOfTheKey(t *testing.T) {
 			}
 			if got := s.facts.keyErr != nil; got != tc.wantErr {
 				t.Errorf("the key's fault recorded: %v, want %v (%v)", got, tc.wantErr, s.facts.keyErr)
+			}
+		})
+	}
+}
+
+// preparingRuntime answers every start as the node's prepare cut short
+// by ctx (context canceled once it ended) or failed on its own.
+type preparingRuntime struct{ *fakeRuntime }
+
+func (p preparingRuntime) Start(ctx context.Context, _ node.StartRequest) node.StartResult {
+	cause := ctx.Err()
+	if cause == nil {
+		cause = errors.New("prepare: no space left on device")
+	}
+	return node.StartResult{Start: outcome.Start{Kind: outcome.NotStarted, Cause: &node.PrepareError{Err: cause}}}
+}
+
+// TestStoppingSaysNothingOfThePrepare: a prepare cut short by the agent
+// stopping (a rollout) is not written as the slot's prepare failed; one
+// that failed on its own is.
+func TestStoppingSaysNothingOfThePrepare(t *testing.T) {
+	inst := instance("preparing", func(i *v1.Instance) { i.UID = "u-preparing" })
+	gen := generation(1, "a").g
+	gen.Name, gen.Namespace, gen.Spec.Instance, gen.Spec.NodeName = generationName("preparing", 1), "default", "preparing", testNode
+	for name, tc := range map[string]struct {
+		cancel  bool
+		wantErr bool
+	}{
+		"the agent stopping": {cancel: true},
+		"the disk full":      {wantErr: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := crfake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(inst.DeepCopy()).Build()
+			r := &GenerationReconciler{Client: c, Reader: c, Runtime: preparingRuntime{newFakeRuntime()}, NodeName: testNode, Clock: clock.RealClock{}}
+			ctx, cancel := context.WithCancel(context.Background())
+			if tc.cancel {
+				cancel()
+			}
+			defer cancel()
+			s := &generationScope{gen: gen.DeepCopy()}
+			if _, err := r.start(ctx, s); err == nil {
+				t.Fatal("start prepared nothing, and said nothing")
+			}
+			if got := s.facts.prepareErr != nil; got != tc.wantErr {
+				t.Errorf("the prepare's fault recorded: %v, want %v (%v)", got, tc.wantErr, s.facts.prepareErr)
 			}
 		})
 	}
