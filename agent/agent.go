@@ -15,9 +15,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/unitlet/unitlet/agent/metricsauth"
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
 	"github.com/unitlet/unitlet/internal/lazylog"
 	"github.com/unitlet/unitlet/internal/scheme"
@@ -127,6 +127,6 @@ func metricsOptions(opts Options) metricsserver.Options {
 	return metricsserver.Options{
 		BindAddress:    opts.MetricsAddr,
 		SecureServing:  true,
-		FilterProvider: filters.WithAuthenticationAndAuthorization,
+		FilterProvider: metricsauth.Provider,
 	}
 }
