@@ -77,9 +77,10 @@ verify: manifests generate dashboards ## Fail when generated files are stale.
 	go run ./hack/checklinks README.md $$(find docs -name '*.md' | sort)
 
 .PHONY: build
-build: plugin ## Build the unitlet binary, its small per-unit helper (unitlet-shim) and the kubectl plugin (kubectl-unitlet).
+build: plugin ## Build the node's binary (unitlet), its small per-unit helper (unitlet-shim), the cluster side's binary (unitlet-cluster) and the kubectl plugin (kubectl-unitlet).
 	go build -ldflags "$(LDFLAGS)" -o $(BIN)/unitlet .
 	go build -o $(BIN)/unitlet-shim ./cmd/unitlet-shim
+	go build -ldflags "$(LDFLAGS)" -o $(BIN)/unitlet-cluster ./cmd/unitlet-cluster
 
 .PHONY: plugin
 plugin: ## Build only the kubectl plugin (kubectl-unitlet) and its completion helper (kubectl_complete-unitlet) into BIN.
@@ -208,7 +209,8 @@ run: dev-up build ## dev-up, the cluster side (relay, nodewatch) in the backgrou
 image: ## Build the agent's container image as a tarball, bin/unitlet-image.tar (no container engine needed).
 	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w $(LDFLAGS)" -o $(BIN)/unitlet-static .
 	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o $(BIN)/unitlet-shim-static ./cmd/unitlet-shim
-	go run ./hack/image --binary $(BIN)/unitlet-static --shim $(BIN)/unitlet-shim-static --tag $${IMG:-unitlet.dev/unitlet:dev} --out $(BIN)/unitlet-image.tar
+	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w $(LDFLAGS)" -o $(BIN)/unitlet-cluster-static ./cmd/unitlet-cluster
+	go run ./hack/image --binary $(BIN)/unitlet-static --shim $(BIN)/unitlet-shim-static --cluster $(BIN)/unitlet-cluster-static --tag $${IMG:-unitlet.dev/unitlet:dev} --out $(BIN)/unitlet-image.tar
 	@# The test cluster's sandbox image: no registry is reachable here.
 	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o $(BIN)/pause ./hack/pause
 	go run ./hack/image --binary $(BIN)/pause --path /pause --tag unitlet.dev/pause:dev --out $(BIN)/pause-image.tar

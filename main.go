@@ -1,13 +1,13 @@
-// Command unitlet is the node agent and the small helpers it starts: with
-// no subcommand (or "agent") it runs the agent; "exec" and "exit-record"
-// are the per-unit helper's roles, which units run from unitlet-shim (this
-// binary serves them for units an older agent started, and where no
-// unitlet-shim lies beside it); "install" copies the binary and the helper
-// to the host (the DaemonSet's init container); "cluster" runs what runs once per cluster
-// (its own Deployment: nodewatch, which reads the agents' node Leases);
-// "relay" serves Instances' logs and runs through the API server (an
-// aggregated API, its own Deployment);
-// "version" prints the build's version.
+// Command unitlet is the node's binary: the agent and the small helpers it
+// starts. With no subcommand (or "agent") it runs the agent; "exec" and
+// "exit-record" are the per-unit helper's roles, which units run from
+// unitlet-shim (this binary serves them for units an older agent started,
+// and where no unitlet-shim lies beside it); "install" copies the binary
+// and the helper to the host (the DaemonSet's init container); "version"
+// prints the build's version. "cluster" and "relay" (what runs once per
+// cluster) are unitlet-cluster's: this binary hands them over to it when
+// it lies beside, as it does in the image, so a Deployment of an earlier
+// release still starts.
 //
 // The Go runtime keeps its cgroup CPU limit files open from start (fds 3
 // and up) and re-reads them to adjust GOMAXPROCS. The trampoline must put
@@ -20,11 +20,11 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
+	"syscall"
 
 	"github.com/unitlet/unitlet/agent"
 	"github.com/unitlet/unitlet/agent/selfinstall"
-	"github.com/unitlet/unitlet/cluster"
-	"github.com/unitlet/unitlet/cluster/relay"
 	"github.com/unitlet/unitlet/internal/version"
 	"github.com/unitlet/unitlet/runtime/trampoline"
 	"github.com/unitlet/unitlet/runtime/units/exitrecord"
@@ -54,14 +54,29 @@ var subcommands = map[string]func([]string) int{
 	"shim":        shim.Main,
 	"exit-record": exitrecord.Main,
 	"install":     selfinstall.Main,
-	"cluster":     cluster.Main,
-	// The name the cluster side had while nodewatch was all of it: a
-	// Deployment of an earlier release still starts it so.
-	"nodewatch": cluster.Main,
-	// The aggregated API behind `kubectl unitlet logs/run`.
-	"relay": relay.Main,
+	// The cluster side, its own binary (cmd/unitlet-cluster); "nodewatch"
+	// is the name it had while nodewatch was all of it.
+	"cluster":   handOver("cluster"),
+	"nodewatch": handOver("nodewatch"),
+	"relay":     handOver("relay"),
 	"version": func([]string) int {
 		fmt.Println(version.Get())
 		return 0
 	},
+}
+
+// handOver runs subcommand sub of unitlet-cluster beside this binary in
+// this process's place (exec: its pid, its signals); exit code 2 with
+// what to run when there is none.
+func handOver(sub string) func([]string) int {
+	return func(args []string) int {
+		self, err := os.Executable()
+		if err == nil {
+			path := filepath.Join(filepath.Dir(self), selfinstall.ClusterName)
+			err = syscall.Exec(path, append([]string{path, sub}, args...), os.Environ())
+			err = fmt.Errorf("%s: %w", path, err)
+		}
+		fmt.Fprintf(os.Stderr, "unitlet: %q is the cluster side's, in its own binary %s (cmd/unitlet-cluster), which could not be run: %v\n", sub, selfinstall.ClusterName, err)
+		return 2
+	}
 }

@@ -145,13 +145,13 @@ spec: {type: ExternalName, externalName: localhost}
 $(sed "s/port: 443/port: ${RELAY_PORT}/" "$ROOT/config/relay/apiservice.yaml")
 SVC
   if ! alive "$DEV/relay.pid"; then
-    "$BIN/unitlet" relay --kubeconfig "$KUBECONFIG_FILE" --listen "127.0.0.1:${RELAY_PORT}" \
+    "$BIN/unitlet-cluster" relay --kubeconfig "$KUBECONFIG_FILE" --listen "127.0.0.1:${RELAY_PORT}" \
       --namespace unitlet-system >"$DEV/relay.log" 2>&1 &
     echo $! >"$DEV/relay.pid"
     log "relay started (pid $(cat "$DEV/relay.pid"), log $DEV/relay.log)"
   fi
   if ! alive "$DEV/cluster.pid"; then
-    "$BIN/unitlet" cluster --kubeconfig "$KUBECONFIG_FILE" --lease-namespace unitlet-system --key-namespace unitlet-keys \
+    "$BIN/unitlet-cluster" --kubeconfig "$KUBECONFIG_FILE" --lease-namespace unitlet-system --key-namespace unitlet-keys \
       --health-probe-bind-address 127.0.0.1:8091 --metrics-bind-address 0 >"$DEV/cluster.log" 2>&1 &
     echo $! >"$DEV/cluster.pid"
     log "cluster side (nodewatch, placement) started (pid $(cat "$DEV/cluster.pid"), log $DEV/cluster.log)"

@@ -29,13 +29,14 @@ LDFLAGS="-s -w -X github.com/unitlet/unitlet/internal/version.Version=$VERSION"
 rm -rf "$DIST" "$WORK"
 mkdir -p "$DIST" "$WORK"
 
-# The agent image: both arches' static binaries, each with its per-unit
-# helper beside it, in one index.
+# The image: both arches' static binaries, each with its per-unit helper
+# and the cluster side's binary beside it, in one index.
 platforms=()
 for arch in amd64 arm64; do
 	CGO_ENABLED=0 GOOS=linux GOARCH=$arch go build -trimpath -ldflags "$LDFLAGS" -o "$WORK/unitlet-linux-$arch" .
 	CGO_ENABLED=0 GOOS=linux GOARCH=$arch go build -trimpath -ldflags "-s -w" -o "$WORK/unitlet-shim-linux-$arch" ./cmd/unitlet-shim
-	platforms+=(--platform "linux/$arch=$WORK/unitlet-linux-$arch,$WORK/unitlet-shim-linux-$arch")
+	CGO_ENABLED=0 GOOS=linux GOARCH=$arch go build -trimpath -ldflags "$LDFLAGS" -o "$WORK/unitlet-cluster-linux-$arch" ./cmd/unitlet-cluster
+	platforms+=(--platform "linux/$arch=$WORK/unitlet-linux-$arch,$WORK/unitlet-shim-linux-$arch,$WORK/unitlet-cluster-linux-$arch")
 done
 image="unitlet-image-$VERSION.oci.tar"
 ref="$(go run ./hack/image "${platforms[@]}" --tag "$IMAGE_NAME:$VERSION" --out "$DIST/$image" | awk '{print $2}')"

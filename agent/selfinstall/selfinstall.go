@@ -21,6 +21,11 @@ import (
 // the agent's binary in its image and where it is installed.
 const ShimName = "unitlet-shim"
 
+// ClusterName is the cluster side's binary (cmd/unitlet-cluster), beside
+// the agent's in its image, where its Deployments run it; never
+// installed on the host.
+const ClusterName = "unitlet-cluster"
+
 // Main is "unitlet install --to PATH": the helper first (when it lies
 // beside this binary), so an agent started from PATH finds it.
 func Main(args []string) int {

@@ -1,7 +1,7 @@
 // Package agentimage builds the agent's container image (and the test
 // cluster's pause image) without a container engine: one layer holding a
 // static binary (the agent's: /unitlet, with its per-unit helper beside it
-// at /unitlet-shim), written as an image tarball (the `docker save` layout:
+// at /unitlet-shim and the cluster side's at /unitlet-cluster), written as an image tarball (the `docker save` layout:
 // manifest.json, config, layer) that `ctr images import`, `docker load` and
 // kind read; no registry is needed to get it onto a node. The layer's bytes depend on
 // the binaries alone (no timestamps), so the same binaries give the same image.
@@ -36,18 +36,52 @@ type File struct {
 	Data []byte
 }
 
-// Beside is the helper's File beside binary's path (see ShimPath), none
-// when shim is empty.
-func Beside(path string, shim []byte) []File {
-	if len(shim) == 0 {
-		return nil
+// Companions are the binaries beside the agent's in its image: the
+// per-unit helper (see ShimPath) and the cluster side's (see
+// ClusterPath). An empty one is left out.
+type Companions struct{ Shim, Cluster []byte }
+
+// Files are c's Files beside the binary at path.
+func (c Companions) Files(path string) []File {
+	var files []File
+	if len(c.Shim) != 0 {
+		files = append(files, File{Path: ShimPath(path), Data: c.Shim})
 	}
-	return []File{{Path: ShimPath(path), Data: shim}}
+	if len(c.Cluster) != 0 {
+		files = append(files, File{Path: ClusterPath(path), Data: c.Cluster})
+	}
+	return files
+}
+
+// ReadCompanions reads the helper at shim and the cluster side's binary
+// at cluster; an empty path is none.
+func ReadCompanions(shim, cluster string) (Companions, error) {
+	var c Companions
+	for _, f := range []struct {
+		what, path string
+		to         *[]byte
+	}{{"helper", shim, &c.Shim}, {"cluster side's binary", cluster, &c.Cluster}} {
+		if f.path == "" {
+			continue
+		}
+		b, err := os.ReadFile(f.path)
+		if err != nil {
+			return Companions{}, fmt.Errorf("%s: %w", f.what, err)
+		}
+		*f.to = b
+	}
+	return c, nil
 }
 
 // ShimPath is where the per-unit helper sits beside the binary at path:
 // `unitlet install` copies it from there to the host beside the agent.
 func ShimPath(path string) string { return pathpkg.Join(pathpkg.Dir(path), selfinstall.ShimName) }
+
+// ClusterPath is where the cluster side's binary sits beside the binary
+// at path: its Deployments run it, and `unitlet cluster` hands over to it.
+func ClusterPath(path string) string {
+	return pathpkg.Join(pathpkg.Dir(path), selfinstall.ClusterName)
+}
 
 // Build returns the linux/amd64 image of binary at path (absolute), run as
 // its entrypoint, with extra files beside it.
@@ -99,18 +133,12 @@ func BuildFor(binary []byte, path string, platform v1.Platform, extra ...File) (
 }
 
 // WriteFile builds the image of the binary at binaryPath, placed at path
-// (with the helper at shimPath beside it, unless shimPath is empty), and
-// writes it to out under tag, through a temporary file renamed into place.
-func WriteFile(binaryPath, shimPath, path, tag, out string) (v1.Hash, error) {
+// with its companions beside it, and writes it to out under tag, through
+// a temporary file renamed into place.
+func WriteFile(binaryPath string, beside Companions, path, tag, out string) (v1.Hash, error) {
 	bin, err := os.ReadFile(binaryPath)
 	if err != nil {
 		return v1.Hash{}, err
-	}
-	var shim []byte
-	if shimPath != "" {
-		if shim, err = os.ReadFile(shimPath); err != nil {
-			return v1.Hash{}, err
-		}
 	}
 	ref, err := name.NewTag(tag)
 	if err != nil {
@@ -119,7 +147,7 @@ func WriteFile(binaryPath, shimPath, path, tag, out string) (v1.Hash, error) {
 	if !strings.HasPrefix(path, "/") || len(path) < 2 {
 		return v1.Hash{}, fmt.Errorf("path %q: want an absolute file path", path)
 	}
-	img, err := Build(bin, path, Beside(path, shim)...)
+	img, err := Build(bin, path, beside.Files(path)...)
 	if err != nil {
 		return v1.Hash{}, err
 	}

@@ -14,20 +14,24 @@ import (
 )
 
 // The tarball reads back as one OCI image whose files are the binary,
-// executable, at /unitlet, run as its entrypoint, and the helper beside
-// it; the same binaries give the same digest.
+// executable, at /unitlet, run as its entrypoint, and the helper and the
+// cluster side's binary beside it; the same binaries give the same digest.
 func TestImageTarball(t *testing.T) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "unitlet")
-	shim := filepath.Join(dir, "unitlet-shim")
-	want := map[string][]byte{"unitlet": []byte("#!/not/really/an/elf\n"), "unitlet-shim": []byte("#!/not/the/helper\n")}
+	want := map[string][]byte{"unitlet": []byte("#!/not/really/an/elf\n"), "unitlet-shim": []byte("#!/not/the/helper\n"),
+		"unitlet-cluster": []byte("#!/not/the/cluster/side\n")}
 	for name, b := range want {
 		if err := os.WriteFile(filepath.Join(dir, name), b, 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
+	beside, err := ReadCompanions(filepath.Join(dir, "unitlet-shim"), filepath.Join(dir, "unitlet-cluster"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	out := filepath.Join(dir, "image.tar")
-	d1, err := WriteFile(bin, shim, Path, "unitlet.dev/unitlet:test", out)
+	d1, err := WriteFile(bin, beside, Path, "unitlet.dev/unitlet:test", out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,10 +62,10 @@ func TestImageTarball(t *testing.T) {
 			t.Errorf("/%s: mode %o, content %q", h.Name, h.Mode, got)
 		}
 	}
-	if diff := cmp.Diff([]string{"unitlet", "unitlet-shim"}, files); diff != "" {
+	if diff := cmp.Diff([]string{"unitlet", "unitlet-shim", "unitlet-cluster"}, files); diff != "" {
 		t.Errorf("files (-want,+got):\n%s", diff)
 	}
-	d2, err := WriteFile(bin, shim, Path, "unitlet.dev/unitlet:test", out)
+	d2, err := WriteFile(bin, beside, Path, "unitlet.dev/unitlet:test", out)
 	if err != nil || d1 != d2 {
 		t.Errorf("same binary, digests %s and %s (%v)", d1, d2, err)
 	}

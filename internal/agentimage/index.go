@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -30,29 +31,29 @@ const (
 type PlatformBinary struct {
 	Platform v1.Platform
 	Binary   []byte
-	Shim     []byte
+	Beside   Companions
 }
 
-// ParsePlatformBinary reads "os/arch[/variant]=FILE[,SHIM]" (hack/image's
-// --platform flag) and the files it names.
+// ParsePlatformBinary reads "os/arch[/variant]=FILE[,SHIM[,CLUSTER]]"
+// (hack/image's --platform flag) and the files it names.
 func ParsePlatformBinary(s string) (PlatformBinary, error) {
+	const want = "os/arch=FILE[,SHIM[,CLUSTER]]"
 	plat, files, ok := strings.Cut(s, "=")
-	file, shim, withShim := strings.Cut(files, ",")
-	if !ok || file == "" || (withShim && shim == "") {
-		return PlatformBinary{}, fmt.Errorf("%q: want os/arch=FILE[,SHIM]", s)
+	names := strings.Split(files, ",")
+	if !ok || len(names) > 3 || slices.Contains(names, "") {
+		return PlatformBinary{}, fmt.Errorf("%q: want %s", s, want)
 	}
 	p, err := v1.ParsePlatform(plat)
 	if err != nil || p.OS == "" || p.Architecture == "" {
-		return PlatformBinary{}, fmt.Errorf("%q: want os/arch=FILE[,SHIM] (platform %q)", s, plat)
+		return PlatformBinary{}, fmt.Errorf("%q: want %s (platform %q)", s, want, plat)
 	}
 	pb := PlatformBinary{Platform: *p}
-	if pb.Binary, err = os.ReadFile(file); err != nil {
+	if pb.Binary, err = os.ReadFile(names[0]); err != nil {
 		return PlatformBinary{}, fmt.Errorf("%s binary: %w", plat, err)
 	}
-	if withShim {
-		if pb.Shim, err = os.ReadFile(shim); err != nil {
-			return PlatformBinary{}, fmt.Errorf("%s helper: %w", plat, err)
-		}
+	names = append(names, "", "")
+	if pb.Beside, err = ReadCompanions(names[1], names[2]); err != nil {
+		return PlatformBinary{}, fmt.Errorf("%s %w", plat, err)
 	}
 	return pb, nil
 }
@@ -66,7 +67,7 @@ func BuildIndex(binaries []PlatformBinary, path string) (v1.ImageIndex, error) {
 	}
 	adds := make([]mutate.IndexAddendum, 0, len(binaries))
 	for _, b := range binaries {
-		img, err := BuildFor(b.Binary, path, b.Platform, Beside(path, b.Shim)...)
+		img, err := BuildFor(b.Binary, path, b.Platform, b.Beside.Files(path)...)
 		if err != nil {
 			return nil, fmt.Errorf("%s image: %w", b.Platform, err)
 		}

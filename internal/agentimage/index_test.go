@@ -18,14 +18,13 @@ func TestOCIArchiveIndex(t *testing.T) {
 	bins := map[string][]byte{"amd64": []byte("amd64 binary\n"), "arm64": []byte("arm64 binary\n")}
 	var pbs []PlatformBinary
 	for _, arch := range []string{"amd64", "arm64"} {
-		file, shim := filepath.Join(dir, "unitlet-"+arch), filepath.Join(dir, "unitlet-shim-"+arch)
-		if err := os.WriteFile(file, bins[arch], 0o755); err != nil {
-			t.Fatal(err)
+		file, shim, side := filepath.Join(dir, "unitlet-"+arch), filepath.Join(dir, "unitlet-shim-"+arch), filepath.Join(dir, "unitlet-cluster-"+arch)
+		for path, b := range map[string][]byte{file: bins[arch], shim: []byte(arch + " helper\n"), side: []byte(arch + " cluster side\n")} {
+			if err := os.WriteFile(path, b, 0o755); err != nil {
+				t.Fatal(err)
+			}
 		}
-		if err := os.WriteFile(shim, []byte(arch+" helper\n"), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		pb, err := ParsePlatformBinary("linux/" + arch + "=" + file + "," + shim)
+		pb, err := ParsePlatformBinary("linux/" + arch + "=" + file + "," + shim + "," + side)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -49,8 +48,8 @@ func TestOCIArchiveIndex(t *testing.T) {
 		t.Errorf("index.json entry: %s %s, want unitlet.dev/unitlet:v0.0.0-test %s", got.Name, got.Digest, digest)
 	}
 	want := map[string]map[string][]byte{
-		"linux/amd64": {"unitlet": []byte("amd64 binary\n"), "unitlet-shim": []byte("amd64 helper\n")},
-		"linux/arm64": {"unitlet": []byte("arm64 binary\n"), "unitlet-shim": []byte("arm64 helper\n")},
+		"linux/amd64": {"unitlet": []byte("amd64 binary\n"), "unitlet-shim": []byte("amd64 helper\n"), "unitlet-cluster": []byte("amd64 cluster side\n")},
+		"linux/arm64": {"unitlet": []byte("arm64 binary\n"), "unitlet-shim": []byte("arm64 helper\n"), "unitlet-cluster": []byte("arm64 cluster side\n")},
 	}
 	if diff := cmp.Diff(want, got.Files); diff != "" {
 		t.Errorf("platform -> files (-want,+got):\n%s", diff)
@@ -72,12 +71,15 @@ func TestParsePlatformBinaryRejects(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, arg := range map[string]string{
-		"no file":        "linux/amd64",
-		"empty file":     "linux/amd64=",
-		"no platform":    "=" + file,
-		"missing binary": "linux/arm64=" + file + ".absent",
-		"empty helper":   "linux/amd64=" + file + ",",
-		"missing helper": "linux/amd64=" + file + "," + file + ".absent",
+		"no file":         "linux/amd64",
+		"empty file":      "linux/amd64=",
+		"no platform":     "=" + file,
+		"missing binary":  "linux/arm64=" + file + ".absent",
+		"empty helper":    "linux/amd64=" + file + ",",
+		"missing helper":  "linux/amd64=" + file + "," + file + ".absent",
+		"empty cluster":   "linux/amd64=" + file + "," + file + ",",
+		"missing cluster": "linux/amd64=" + file + "," + file + "," + file + ".absent",
+		"a fourth file":   "linux/amd64=" + file + "," + file + "," + file + "," + file,
 	} {
 		t.Run(name, func(t *testing.T) {
 			if _, err := ParsePlatformBinary(arg); err == nil {

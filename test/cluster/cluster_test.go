@@ -219,8 +219,12 @@ func swapUnderLoad(t *testing.T) {
 func rollout(t *testing.T) {
 	before := []*v1.Generation{kube.Generation(t, "shop", 2), kube.Generation(t, "ledger", 1)}
 	tar := filepath.Join(t.TempDir(), "next.tar")
-	if _, err := agentimage.WriteFile(filepath.Join(testenv.RepoRoot(), "bin", "unitlet-static"),
-		filepath.Join(testenv.RepoRoot(), "bin", "unitlet-shim-static"), agentimage.Path, nextImage, tar); err != nil {
+	bin := filepath.Join(testenv.RepoRoot(), "bin")
+	beside, err := agentimage.ReadCompanions(filepath.Join(bin, "unitlet-shim-static"), filepath.Join(bin, "unitlet-cluster-static"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := agentimage.WriteFile(filepath.Join(bin, "unitlet-static"), beside, agentimage.Path, nextImage, tar); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(tar)

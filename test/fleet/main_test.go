@@ -108,7 +108,7 @@ func writeKubeconfig(dir string) error {
 	return os.WriteFile(kubeconfig, raw, 0o600)
 }
 
-// startClusterSide runs `unitlet cluster` as config/default has it
+// startClusterSide runs unitlet-cluster as config/default has it
 // (leader election on, so a second replica would wait), with a short
 // settle for the moves.
 func startClusterSide(dir string) (stop func(), err error) {
@@ -121,13 +121,13 @@ func startClusterSide(dir string) (stop func(), err error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(testutil.AgentBinary(), "cluster", "--kubeconfig", kubeconfig,
+	cmd := exec.Command(testutil.ClusterBinary(), "--kubeconfig", kubeconfig,
 		"--lease-namespace", leaseNS, "--key-namespace", keyNS, "--move-settle", "2s", "--leader-elect",
 		"--health-probe-bind-address", "127.0.0.1:"+strconv.Itoa(probe))
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		logf.Close()
-		return nil, fmt.Errorf("start unitlet cluster: %w", err)
+		return nil, fmt.Errorf("start unitlet-cluster: %w", err)
 	}
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done); logf.Close() }()

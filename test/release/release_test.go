@@ -89,7 +89,7 @@ func TestImageAndInstaller(t *testing.T) {
 	var got []string
 	for plat, files := range arch.Files {
 		got = append(got, plat)
-		for _, path := range []string{agentimage.Path, agentimage.ShimPath(agentimage.Path)} {
+		for _, path := range []string{agentimage.Path, agentimage.ShimPath(agentimage.Path), agentimage.ClusterPath(agentimage.Path)} {
 			if m := elfMachine(t, files[strings.TrimPrefix(path, "/")]); m != machines[plat] {
 				t.Errorf("%s: the image's %s is for %v", plat, path, m)
 			}
@@ -105,6 +105,13 @@ func TestImageAndInstaller(t *testing.T) {
 	}
 	if out := run(t, amd64, "version"); !strings.Contains(out, version) {
 		t.Errorf("`unitlet version` from the image: %q, want %s", out, version)
+	}
+	side := filepath.Join(filepath.Dir(amd64), "unitlet-cluster")
+	if err := os.WriteFile(side, arch.Files["linux/amd64"][strings.TrimPrefix(agentimage.ClusterPath(agentimage.Path), "/")], 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out := run(t, side, "version"); !strings.Contains(out, version) {
+		t.Errorf("`unitlet-cluster version` from the image: %q, want %s", out, version)
 	}
 
 	install, err := os.ReadFile(filepath.Join(dir, "install.yaml"))

@@ -62,7 +62,7 @@ type Relay struct {
 	LogPath string
 }
 
-// Start registers and starts bin/unitlet relay with kubeconfig (an
+// Start registers and starts bin/unitlet-cluster relay with kubeconfig (an
 // administrator's: the relay's own RBAC is config/relay's, tested in
 // test/cluster), its log in logPath, and waits until the API server
 // serves its group. Stop ends it.
@@ -82,7 +82,7 @@ func Start(ctx context.Context, c client.Client, cfg *rest.Config, kubeconfig, l
 	}
 	defer logf.Close()
 	r := &Relay{LogPath: logPath}
-	r.Cmd = exec.Command(testutil.AgentBinary(), "relay", "--kubeconfig", kubeconfig,
+	r.Cmd = exec.Command(testutil.ClusterBinary(), "relay", "--kubeconfig", kubeconfig,
 		"--listen", "127.0.0.1:"+strconv.Itoa(port), "--namespace", Namespace)
 	r.Cmd.Stdout, r.Cmd.Stderr = logf, logf
 	if err := r.Cmd.Start(); err != nil {

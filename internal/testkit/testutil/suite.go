@@ -11,6 +11,10 @@ import (
 // AgentBinary is the unitlet binary that `make build` writes.
 func AgentBinary() string { return filepath.Join(testenv.RepoRoot(), "bin", "unitlet") }
 
+// ClusterBinary is the cluster side's binary (unitlet-cluster) that
+// `make build` writes.
+func ClusterBinary() string { return filepath.Join(testenv.RepoRoot(), "bin", "unitlet-cluster") }
+
 // Preflight is what a suite that runs the agent binary as root checks
 // before anything starts; its error names what is missing and how to get
 // it, prefixed with suite. It returns AgentBinary.
