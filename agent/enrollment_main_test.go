@@ -1,8 +1,6 @@
 package agent
 
 import (
-	"fmt"
-	"os"
 	"testing"
 
 	"github.com/unitlet/unitlet/internal/testkit/testenv"
@@ -11,14 +9,4 @@ import (
 // env is the control plane the package's tests share.
 var env *testenv.Env
 
-func TestMain(m *testing.M) {
-	var err error
-	env, err = testenv.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	_ = env.Stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testenv.Main(m, &env) }

@@ -2,11 +2,9 @@ package metricsauth
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -26,17 +24,7 @@ import (
 // env is the control plane the package's tests share.
 var env *testenv.Env
 
-func TestMain(m *testing.M) {
-	var err error
-	env, err = testenv.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	_ = env.Stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testenv.Main(m, &env) }
 
 // reviews counts the TokenReviews and SubjectAccessReviews a Guard sends.
 type reviews struct{ tokens, access atomic.Int32 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"testing"
 
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -27,6 +28,19 @@ type Env struct {
 func RepoRoot() string {
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", "..", ".."))
+}
+
+// Main is a test package's TestMain when a control plane is all it
+// needs: it starts one into *env, runs the tests, stops it and exits.
+func Main(m *testing.M, env **Env) {
+	var err error
+	if *env, err = Start(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = (*env).Stop()
+	os.Exit(code)
 }
 
 // Start brings up kube-apiserver + etcd and installs config/crd/bases.
