@@ -134,7 +134,7 @@ func (g *Guard) authenticate(ctx context.Context, req *http.Request) (*authnv1.U
 		return v.(*authnv1.UserInfo), nil
 	}
 	var review *authnv1.TokenReview
-	err := retry.OnError(retryBackoff, transient, func() (err error) {
+	err := retry.OnError(retryBackoff, transientIn(ctx), func() (err error) {
 		review, err = g.tokens.Create(ctx, &authnv1.TokenReview{Spec: authnv1.TokenReviewSpec{Token: token}}, metav1.CreateOptions{})
 		return err
 	})
@@ -161,7 +161,7 @@ func (g *Guard) authorize(ctx context.Context, user *authnv1.UserInfo, verb, pat
 		NonResourceAttributes: &authzv1.NonResourceAttributes{Path: path, Verb: verb},
 	}}
 	var review *authzv1.SubjectAccessReview
-	err := retry.OnError(retryBackoff, transient, func() (err error) {
+	err := retry.OnError(retryBackoff, transientIn(ctx), func() (err error) {
 		review, err = g.access.Create(ctx, sar, metav1.CreateOptions{})
 		return err
 	})
@@ -206,10 +206,13 @@ func extraOf(in map[string]authnv1.ExtraValue) map[string]authzv1.ExtraValue {
 	return out
 }
 
-// transient says whether a review may succeed when tried again: the API
-// server overloaded, restarting or not reached, not a refusal.
-func transient(err error) bool {
-	var netErr net.Error
-	return apierrors.IsTooManyRequests(err) || apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) ||
-		apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err) || errors.As(err, &netErr)
+// transientIn says whether a review may succeed when tried again while
+// ctx lasts: the API server overloaded, restarting or not reached, not a
+// refusal.
+func transientIn(ctx context.Context) func(error) bool {
+	return func(err error) bool {
+		var netErr net.Error
+		return ctx.Err() == nil && (apierrors.IsTooManyRequests(err) || apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) ||
+			apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err) || errors.As(err, &netErr))
+	}
 }
