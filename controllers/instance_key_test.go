@@ -191,48 +191,6 @@ func TestAwaitKey(t *testing.T) {
 	}
 }
 
-// TestStoppingSaysNothingOfTheKey: a key read cut short by the agent
-// stopping is not written as the key unavailable; one that failed on
-// its own is.
-func TestStoppingSaysNothingOfTheKey(t *testing.T) {
-	inst := instance("stopping", func(i *v1.Instance) { i.UID = "u-stopping" })
-	gen := generation(1, "a").g
-	gen.Name, gen.Namespace, gen.Spec.Instance, gen.Spec.NodeName, gen.Spec.KeyFingerprint = generationName("stopping", 1), "default", "stopping", testNode, "fp"
-	for name, tc := range map[string]struct {
-		cancel  bool
-		wantErr bool
-	}{
-		"the agent stopping": {cancel: true},
-		"the API refusing":   {wantErr: true},
-	} {
-		t.Run(name, func(t *testing.T) {
-			c := crfake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(inst.DeepCopy()).WithInterceptorFuncs(interceptor.Funcs{
-				Get: func(ctx context.Context, cl client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-					if _, ok := obj.(*corev1.Secret); ok {
-						if ctx.Err() != nil {
-							return fmt.Errorf("get secret: %w", ctx.Err())
-						}
-						return errors.New("etcdserver: request timed out")
-					}
-					return cl.Get(ctx, key, obj, opts...)
-				}}).Build()
-			r := &GenerationReconciler{Client: c, Reader: c, Runtime: newFakeRuntime(), NodeName: testNode, KeyNamespace: "unitlet-keys"}
-			ctx, cancel := context.WithCancel(context.Background())
-			if tc.cancel {
-				cancel()
-			}
-			defer cancel()
-			s := &generationScope{gen: gen.DeepCopy()}
-			if _, err := r.start(ctx, s); err == nil {
-				t.Fatal("start read no key, and said nothing")
-			}
-			if got := s.facts.keyErr != nil; got != tc.wantErr {
-				t.Errorf("the key's fault recorded: %v, want %v (%v)", got, tc.wantErr, s.facts.keyErr)
-			}
-		})
-	}
-}
-
 // preparingRuntime answers every start as the node's prepare cut short
 // by ctx (context canceled once it ended) or failed on its own.
 type preparingRuntime struct{ *fakeRuntime }
@@ -245,34 +203,62 @@ func (p preparingRuntime) Start(ctx context.Context, _ node.StartRequest) node.S
 	return node.StartResult{Start: outcome.Start{Kind: outcome.NotStarted, Cause: &node.PrepareError{Err: cause}}}
 }
 
-// TestStoppingSaysNothingOfThePrepare: a prepare cut short by the agent
-// stopping (a rollout) is not written as the slot's prepare failed; one
-// that failed on its own is.
-func TestStoppingSaysNothingOfThePrepare(t *testing.T) {
-	inst := instance("preparing", func(i *v1.Instance) { i.UID = "u-preparing" })
-	gen := generation(1, "a").g
-	gen.Name, gen.Namespace, gen.Spec.Instance, gen.Spec.NodeName = generationName("preparing", 1), "default", "preparing", testNode
+// failingSecrets fails every Secret read: with ctx's error once it ended,
+// as the API server's timeout otherwise.
+var failingSecrets = interceptor.Funcs{
+	Get: func(ctx context.Context, cl client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+		if _, ok := obj.(*corev1.Secret); ok {
+			if ctx.Err() != nil {
+				return fmt.Errorf("get secret: %w", ctx.Err())
+			}
+			return errors.New("etcdserver: request timed out")
+		}
+		return cl.Get(ctx, key, obj, opts...)
+	}}
+
+// TestStoppingSaysNothingOfTheStart: a start's step (the key's read, the
+// slot's prepare) cut short by the agent stopping (a rollout) is not
+// written as that step's fault; one that failed on its own is.
+func TestStoppingSaysNothingOfTheStart(t *testing.T) {
+	inst := instance("stopping", func(i *v1.Instance) { i.UID = "u-stopping" })
+	steps := map[string]struct {
+		fingerprint string
+		runtime     node.Runtime
+		funcs       interceptor.Funcs
+		fault       func(*genFacts) error
+	}{
+		"key": {fingerprint: "fp", runtime: newFakeRuntime(), funcs: failingSecrets,
+			fault: func(f *genFacts) error { return f.keyErr }},
+		"prepare": {runtime: preparingRuntime{newFakeRuntime()},
+			fault: func(f *genFacts) error { return f.prepareErr }},
+	}
 	for name, tc := range map[string]struct {
+		step    string
 		cancel  bool
 		wantErr bool
 	}{
-		"the agent stopping": {cancel: true},
-		"the disk full":      {wantErr: true},
+		"the key, the agent stopping":     {step: "key", cancel: true},
+		"the key, the API refusing":       {step: "key", wantErr: true},
+		"the prepare, the agent stopping": {step: "prepare", cancel: true},
+		"the prepare, the disk full":      {step: "prepare", wantErr: true},
 	} {
 		t.Run(name, func(t *testing.T) {
-			c := crfake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(inst.DeepCopy()).Build()
-			r := &GenerationReconciler{Client: c, Reader: c, Runtime: preparingRuntime{newFakeRuntime()}, NodeName: testNode, Clock: clock.RealClock{}}
+			step := steps[tc.step]
+			gen := generation(1, "a").g
+			gen.Name, gen.Namespace, gen.Spec.Instance, gen.Spec.NodeName, gen.Spec.KeyFingerprint = generationName("stopping", 1), "default", "stopping", testNode, step.fingerprint
+			c := crfake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(inst.DeepCopy()).WithInterceptorFuncs(step.funcs).Build()
+			r := &GenerationReconciler{Client: c, Reader: c, Runtime: step.runtime, NodeName: testNode, KeyNamespace: "unitlet-keys", Clock: clock.RealClock{}}
 			ctx, cancel := context.WithCancel(context.Background())
 			if tc.cancel {
 				cancel()
 			}
 			defer cancel()
-			s := &generationScope{gen: gen.DeepCopy()}
+			s := &generationScope{gen: gen}
 			if _, err := r.start(ctx, s); err == nil {
-				t.Fatal("start prepared nothing, and said nothing")
+				t.Fatalf("the %s failed, and start said nothing", tc.step)
 			}
-			if got := s.facts.prepareErr != nil; got != tc.wantErr {
-				t.Errorf("the prepare's fault recorded: %v, want %v (%v)", got, tc.wantErr, s.facts.prepareErr)
+			if got := step.fault(&s.facts); (got != nil) != tc.wantErr {
+				t.Errorf("the %s's fault recorded: %v, want one: %v", tc.step, got, tc.wantErr)
 			}
 		})
 	}
