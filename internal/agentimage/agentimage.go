@@ -57,20 +57,21 @@ func (c Companions) Files(path string) []File {
 // at cluster; an empty path is none.
 func ReadCompanions(shim, cluster string) (Companions, error) {
 	var c Companions
-	for _, f := range []struct {
-		what, path string
-		to         *[]byte
-	}{{"helper", shim, &c.Shim}, {"cluster side's binary", cluster, &c.Cluster}} {
-		if f.path == "" {
-			continue
-		}
-		b, err := os.ReadFile(f.path)
-		if err != nil {
-			return Companions{}, fmt.Errorf("%s: %w", f.what, err)
-		}
-		*f.to = b
+	var err error
+	if c.Shim, err = readUnlessEmpty(shim); err != nil {
+		return Companions{}, fmt.Errorf("helper: %w", err)
+	}
+	if c.Cluster, err = readUnlessEmpty(cluster); err != nil {
+		return Companions{}, fmt.Errorf("cluster side's binary: %w", err)
 	}
 	return c, nil
+}
+
+func readUnlessEmpty(path string) ([]byte, error) {
+	if path == "" {
+		return nil, nil
+	}
+	return os.ReadFile(path)
 }
 
 // ShimPath is where the per-unit helper sits beside the binary at path:
