@@ -206,9 +206,26 @@ func (v *VM) RunInput(ctx context.Context, script string, stdin []byte) (string,
 // errUnreached marks an ssh that did not reach the guest's shell.
 var errUnreached = errors.New("ssh did not reach the guest")
 
-// unreachedMarks are ssh's own messages (exit 255) for a connection that
-// failed before authentication, so before anything ran in the guest.
-var unreachedMarks = []string{"banner exchange", "kex_exchange_identification", "Connection refused", "Connection timed out", "No route to host"}
+// unreachedMarks are ssh's own messages for a connection that failed
+// before authentication, so before anything ran in the guest: "ssh:
+// connect to host 127.0.0.1 port N: Connection refused" (or timed out),
+// and sshd's banner late or cut ("Connection timed out during banner
+// exchange", "kex_exchange_identification: ...").
+var unreachedMarks = []string{"ssh: connect to host ", "during banner exchange", "kex_exchange_identification"}
+
+// unreached says whether an ssh that exited with code and stderr never
+// reached the guest's shell: exit 255 is ssh's own, or the script's.
+func unreached(code int, stderr string) bool {
+	if code != 255 {
+		return false
+	}
+	for _, m := range unreachedMarks {
+		if strings.Contains(stderr, m) {
+			return true
+		}
+	}
+	return false
+}
 
 // runOnce is one ssh: probes that wait for the guest to come or go use
 // it, so that each probe answers at once.
@@ -223,22 +240,12 @@ func (v *VM) runOnce(ctx context.Context, script string, stdin []byte) (string, 
 	if err := cmd.Run(); err != nil {
 		stderr := strings.TrimSpace(errb.String())
 		var exit *exec.ExitError
-		if errors.As(err, &exit) && exit.ExitCode() == 255 && containsAny(stderr, unreachedMarks) {
+		if errors.As(err, &exit) && unreached(exit.ExitCode(), stderr) {
 			err = fmt.Errorf("%w: %w", errUnreached, err)
 		}
 		return out.String(), fmt.Errorf("nodevm: %q: %w: %s", firstLine(script), err, stderr)
 	}
 	return out.String(), nil
-}
-
-// containsAny says whether s holds any of subs.
-func containsAny(s string, subs []string) bool {
-	for _, sub := range subs {
-		if strings.Contains(s, sub) {
-			return true
-		}
-	}
-	return false
 }
 
 // WriteFile writes data to path in the guest with mode, atomically (a
