@@ -8,8 +8,10 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
@@ -262,10 +264,19 @@ func TestOtherNodesInstanceUntouched(t *testing.T) {
 	other := instance("elsewhere")
 	other.Spec.NodeName = "node-other"
 	create(t, other)
-	testutil.Eventually(t, "a moment for the agent", waitLimit, pollEvery, func() (bool, string) { return len(fake.Calls("apply")) > 0, "" })
-	got := getInstance(t, "elsewhere")
-	if len(got.Status.Conditions) != 0 || len(got.Finalizers) != 0 || len(fake.Calls("elsewhere")) != 0 {
-		t.Errorf("another node's Instance was touched: %v %v %v", got.Status.Conditions, got.Finalizers, fake.Calls("elsewhere"))
+	// An Instance on this node, created after, served: the agent has
+	// seen every event before it.
+	create(t, instance("here-after"))
+	waitInstance(t, "here-after", v1.ConditionReady, "True/Reconciled")
+	// The cluster side mints the key for any placed Instance and says it
+	// awaits the agent; that one condition is all the status may hold.
+	got := waitInstance(t, "elsewhere", v1.ConditionReconciling, "True/"+v1.ReasonProgressing)
+	want := []metav1.Condition{v1.AwaitingAgent(got.Generation, "instance key minted")}
+	if diff := cmp.Diff(want, got.Status.Conditions, cmpopts.IgnoreFields(metav1.Condition{}, "LastTransitionTime")); diff != "" {
+		t.Errorf("another node's Instance has conditions (-want,+got):\n%s", diff)
+	}
+	if len(got.Finalizers) != 0 || got.Status.NodeName != "" || len(fake.Calls("elsewhere")) != 0 {
+		t.Errorf("another node's Instance was touched: %v %q %v", got.Finalizers, got.Status.NodeName, fake.Calls("elsewhere"))
 	}
 }
 
