@@ -21,6 +21,7 @@ import (
 
 	"github.com/unitlet/unitlet/internal/testkit/keyminter"
 	"github.com/unitlet/unitlet/internal/testkit/testenv"
+	"github.com/unitlet/unitlet/internal/testkit/testutil"
 )
 
 // The agents' API Priority and Fairness in the bench: config/flowcontrol is
@@ -211,7 +212,7 @@ func (rd *reader) start(ctx context.Context) func() latencies {
 		wg.Wait()
 		var l latencies
 		l.Count = len(lat)
-		l.P50, l.P90, l.P99 = percentiles(lat)
+		l.P50, l.P90, l.P99 = testutil.Percentiles(lat)
 		if len(lat) > 0 {
 			l.Max = lat[len(lat)-1].Seconds() // percentiles sorted them
 		}

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
+	"github.com/unitlet/unitlet/internal/testkit/testutil"
 )
 
 // phaseBatch is the latency of small applies on a settled agent (queues
@@ -92,7 +93,7 @@ func (h *harness) batchRounds(ctx context.Context, prefix string, size, rounds i
 			return pooled, nil, where{}, err
 		}
 	}
-	pooled.P50, pooled.P90, pooled.P99 = percentiles(lat)
+	pooled.P50, pooled.P90, pooled.P99 = testutil.Percentiles(lat)
 	pooled.Reached, pooled.lat = len(lat), lat
 	return pooled, tl.rows(began), explain(agentSum, serverSum, selfSum, seats, size*max(rounds, 1)), nil
 }
@@ -182,6 +183,6 @@ func (h *harness) batchFloor(ctx context.Context, prefix string, size, rounds in
 			}
 		}
 	}
-	p50, _, p99 = percentiles(lat)
+	p50, _, p99 = testutil.Percentiles(lat)
 	return p50, p99, nil
 }

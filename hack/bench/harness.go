@@ -22,12 +22,10 @@ import (
 	"github.com/unitlet/unitlet/internal/scheme"
 	"github.com/unitlet/unitlet/internal/testkit/testenv"
 	"github.com/unitlet/unitlet/internal/testkit/testutil"
+	"github.com/unitlet/unitlet/internal/testkit/tinyapp"
 	"github.com/unitlet/unitlet/runtime/cgroups"
 	"github.com/unitlet/unitlet/runtime/layout"
 )
-
-//go:embed app/app.c
-var appSource []byte
 
 const (
 	benchNS  = "bench"
@@ -78,7 +76,7 @@ func setup(ctx context.Context, o options) (_ *harness, err error) {
 	if err := os.MkdirAll(h.appDir, 0o755); err != nil {
 		return nil, err
 	}
-	if h.app, err = buildApp(h.appDir); err != nil {
+	if h.app, err = tinyapp.Build(h.appDir); err != nil {
 		return nil, err
 	}
 	if h.env, err = testenv.Start(); err != nil {
@@ -126,19 +124,6 @@ func setup(ctx context.Context, o options) (_ *harness, err error) {
 func freeAddr() (string, error) {
 	port, err := testutil.FreeTCPPort()
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), err
-}
-
-// buildApp compiles app.c, static, into dir.
-func buildApp(dir string) (string, error) {
-	src := filepath.Join(dir, "app.c")
-	if err := os.WriteFile(src, appSource, 0o644); err != nil {
-		return "", err
-	}
-	out := filepath.Join(dir, "app")
-	if b, err := exec.Command("cc", "-static", "-Os", "-o", out, src).CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build the bench app (cc, from hack/deps.sh): %w\n%s", err, b)
-	}
-	return out, nil
 }
 
 // kubeconfig is the agent's: it authenticates as the DaemonSet's

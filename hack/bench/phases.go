@@ -15,6 +15,7 @@ import (
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
 	"github.com/unitlet/unitlet/controllers/metrics"
+	"github.com/unitlet/unitlet/internal/testkit/testutil"
 )
 
 func instanceName(prefix string, i int) string { return fmt.Sprintf("%s-%04d", prefix, i) }
@@ -152,7 +153,7 @@ func (h *harness) measured(ctx context.Context, name string, names []string, con
 		}
 		lat = append(lat, at.Sub(began[n]))
 	}
-	p.P50, p.P90, p.P99 = percentiles(lat)
+	p.P50, p.P90, p.P99 = testutil.Percentiles(lat)
 	p.Reached, p.lat, p.began = len(lat), lat, began
 	return p, werr
 }

@@ -17,6 +17,7 @@ import (
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
 	"github.com/unitlet/unitlet/controllers/metrics"
+	"github.com/unitlet/unitlet/internal/testkit/testutil"
 	"github.com/unitlet/unitlet/runtime/cgroups"
 )
 
@@ -120,7 +121,7 @@ func sinceAll(t0 time.Time, at map[string]time.Time) (p50, p90, p99 float64, n i
 	for _, t := range at {
 		d = append(d, t.Sub(t0))
 	}
-	p50, p90, p99 = percentiles(d)
+	p50, p90, p99 = testutil.Percentiles(d)
 	return p50, p90, p99, len(d)
 }
 

@@ -2,10 +2,8 @@ package main
 
 import (
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -94,18 +92,6 @@ type results struct {
 	// Reboot: the node rebooted under N Instances (reboot.go).
 	Reboot *rebootFigures `json:"reboot,omitempty"`
 	Reads  reads          `json:"reads"`
-}
-
-func percentiles(d []time.Duration) (p50, p90, p99 float64) {
-	if len(d) == 0 {
-		return 0, 0, 0
-	}
-	slices.Sort(d)
-	at := func(q float64) float64 {
-		i := int(math.Ceil(q*float64(len(d)))) - 1
-		return d[max(i, 0)].Seconds()
-	}
-	return at(0.5), at(0.9), at(0.99)
 }
 
 // nodeMemory is the proportional memory (PSS) per Instance of what the

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
+	"github.com/unitlet/unitlet/internal/testkit/testutil"
 )
 
 // The batch's critical path as the API shows it: for each Instance, when
@@ -182,8 +183,8 @@ func (t *timeline) rows(began map[string]time.Time) []stageRow {
 			step = append(step, at.Sub(prev))
 		}
 		r := stageRow{Stage: st.name, What: st.what, Reached: len(since)}
-		r.SinceP50, _, r.SinceP99 = percentiles(since)
-		r.StepP50, _, r.StepP99 = percentiles(step)
+		r.SinceP50, _, r.SinceP99 = testutil.Percentiles(since)
+		r.StepP50, _, r.StepP99 = testutil.Percentiles(step)
 		out = append(out, r)
 	}
 	return out

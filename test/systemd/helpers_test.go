@@ -61,7 +61,7 @@ func proc(t *testing.T, li layout.Instance, n int64) layout.Slot {
 }
 
 // busConn is a D-Bus connection of the test's own to the booted systemd.
-func busConn(t *testing.T) *sddbus.Conn {
+func busConn(t testing.TB) *sddbus.Conn {
 	t.Helper()
 	c, err := sys.Conn(context.Background())
 	if err != nil {

@@ -138,6 +138,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	log := stderrLogger()
+	ctrl.SetLogger(log) // what controller-runtime's clients log, too
 	rt, err = newRuntime(log)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
