@@ -66,7 +66,7 @@ var (
 	kube testutil.API
 	sys  *systemdboot.System
 	lay  layout.Layout
-	// unitExe is the unitlet binary the units run (a copy the namespace
+	// unitExe is the helper the units run, as on a node (a copy the namespace
 	// sees).
 	unitExe string
 	// rt is the node runtime the reconcilers drive, for what the agent's
@@ -96,9 +96,9 @@ func run(m *testing.M) int {
 	}
 
 	// systemd's namespace has a private /tmp: a checkout there (as CI's
-	// may be) would leave bin/unitlet out of its sight, so the units run a
+	// may be) would leave bin/unitlet-shim out of its sight, so the units run a
 	// copy kept beneath the state root, which the namespace shares.
-	if exe, err = copyExecutable(exe, filepath.Join(lay.StateRoot, "unitlet")); err != nil {
+	if exe, err = copyExecutable(testutil.ShimBinary(), filepath.Join(lay.StateRoot, "unitlet-shim")); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

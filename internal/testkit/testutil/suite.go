@@ -11,6 +11,10 @@ import (
 // AgentBinary is the unitlet binary that `make build` writes.
 func AgentBinary() string { return filepath.Join(testenv.RepoRoot(), "bin", "unitlet") }
 
+// ShimBinary is the small helper (unitlet-shim) that `make build` writes
+// beside the agent: every unit's trampoline and exit record run it.
+func ShimBinary() string { return filepath.Join(testenv.RepoRoot(), "bin", "unitlet-shim") }
+
 // ClusterBinary is the cluster side's binary (unitlet-cluster) that
 // `make build` writes.
 func ClusterBinary() string { return filepath.Join(testenv.RepoRoot(), "bin", "unitlet-cluster") }
