@@ -48,6 +48,10 @@ type Systemd struct {
 
 	// reads bounds property reads in flight on conn (maxPropReads).
 	reads *semaphore.Weighted
+	// events wakes the watches of units systemd says are stopping;
+	// backstop is how often a watch looks besides (a test's to change).
+	events   unitEvents
+	backstop time.Duration
 
 	mu   sync.Mutex
 	conn *sddbus.Conn
@@ -74,7 +78,7 @@ func NewSystemd(cfg SystemdConfig) (*Systemd, error) {
 	if cfg.ProofBudget <= 0 {
 		return nil, errors.New("units: systemd backend needs a positive ProofBudget")
 	}
-	return &Systemd{cfg: cfg, proofs: newProofs(cfg.ProofBudget), reads: newPropReads()}, nil
+	return &Systemd{cfg: cfg, proofs: newProofs(cfg.ProofBudget), reads: newPropReads(), backstop: backstop}, nil
 }
 
 // connection returns the live connection, dialling again after one was
@@ -99,6 +103,7 @@ func (b *Systemd) connection(ctx context.Context) (*sddbus.Conn, error) {
 
 // Close drops the connection.
 func (b *Systemd) Close() {
+	b.events.close()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.conn != nil {

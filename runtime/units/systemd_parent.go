@@ -4,15 +4,10 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/unitlet/unitlet/runtime/cgroups"
 	"github.com/unitlet/unitlet/runtime/layout"
 )
-
-// pollEvery is how often WatchEmpty observes a unit: systemd's own
-// signals are not subscribed to, and the reconciler re-reads anyway.
-const pollEvery = 500 * time.Millisecond
 
 // RaiseParent sets the instance slice's limit to overlap.
 func (b *Systemd) RaiseParent(ctx context.Context, inst layout.Instance, overlap cgroups.Tier) error {
@@ -72,25 +67,4 @@ func (b *Systemd) Stats(_ context.Context, p layout.Slot) (cgroups.Stats, error)
 		return st, fmt.Errorf("units: stats of %s: %w", p.UnitName(), err)
 	}
 	return st, nil
-}
-
-// WatchEmpty observes the unit until it is gone.
-func (b *Systemd) WatchEmpty(ctx context.Context, p layout.Slot) (<-chan struct{}, error) {
-	ch := make(chan struct{})
-	go func() {
-		t := time.NewTicker(pollEvery)
-		defer t.Stop()
-		for {
-			if st, err := b.Observe(ctx, p); err == nil && st.Gone() {
-				close(ch)
-				return
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-		}
-	}()
-	return ch, nil
 }

@@ -34,7 +34,8 @@ const batchLimit = 2 * time.Minute
 
 // BenchmarkBatch applies batchSize Instances of the tiny app at once to
 // the systemd backend and, on the same systemd, makes batchSize
-// StartTransientUnit calls at once for the same app, each round in turn:
+// StartTransientUnit calls at once for the same app (each job waited
+// for, as the backend waits), each round in turn:
 // apply→Ready beside call→answer, pooled over b.N rounds.
 //
 //	go test -count=1 -run '^$' -bench Batch -benchtime 5x ./test/systemd
@@ -217,10 +218,12 @@ func rawBatch(tb testing.TB, app, prefix string, n int) []time.Duration {
 				sddbus.PropExecStart([]string{app}, false),
 				{Name: "Environment", Value: godbus.MakeVariant([]string{"UNITLET_APP_SOCKET=" + sock})},
 			}
-			if _, err := c.StartTransientUnitContext(ctx, unit, "fail", props, nil); err != nil {
+			done := make(chan string, 1)
+			if _, err := c.StartTransientUnitContext(ctx, unit, "fail", props, done); err != nil {
 				errs <- fmt.Errorf("start %s: %w", unit, err)
 				return
 			}
+			<-done
 			if err := answers(ctx, sock); err != nil {
 				errs <- err
 				return
