@@ -253,7 +253,7 @@ func (r *InstanceReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	r.restarts = newRestartBackoff(cmp.Or(r.RestartBackoff.Initial, restartBackoffInitial), cmp.Or(r.RestartBackoff.Max, restartBackoffMax), clk)
 	r.own = &ownWrites{}
-	r.Client = &ownWritesClient{Client: r.Client, w: r.own}
+	r.Client = &ownWritesClient{Client: r.Client, w: r.own, now: r.Clock.Now}
 	if err := indexHost(context.Background(), mgr); err != nil {
 		return fmt.Errorf("index instances by host: %w", err)
 	}
@@ -322,7 +322,7 @@ func (r *InstanceReconciler) createGeneration(ctx context.Context, inst *v1.Inst
 	if err := r.Client.Create(ctx, g); err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, fmt.Errorf("create generation %d: %w", n, err)
 	}
-	return g, nil // no Event: the Generation is its own record
+	return g, nil // no Event: the Generation is its own record; no UID: it existed
 }
 
 // terminated: the generation's end is proven.

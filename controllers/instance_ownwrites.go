@@ -3,7 +3,9 @@ package controllers
 import (
 	"context"
 	"sync"
+	"time"
 
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -21,9 +23,27 @@ import (
 // older (another writer's, or the write come back) ends the entry: the
 // cache is then as new as what was written, or newer. Resource versions
 // are compared only for equality, as the API asks.
+//
+// Its own creates of Generations likewise: a reconcile woken before the
+// watch brought back a Generation it created (by the agent's own status
+// write) listed none, created the same one again and was refused
+// (AlreadyExists), a request wasted for a quarter of a batch of 30. The
+// server's answer to the create is added to a listing that lacks it,
+// until a listing holds it, its Instance is forgotten, or createdKeep has
+// passed (the watch brings a create back in far less; one deleted before
+// the cache saw it is then no longer read back).
 type ownWrites struct {
-	mu sync.Mutex
-	m  map[types.NamespacedName]*ownWrite
+	mu      sync.Mutex
+	m       map[types.NamespacedName]*ownWrite
+	created map[types.NamespacedName]createdGeneration
+}
+
+// createdKeep bounds how long a created Generation is read back unseen.
+const createdKeep = time.Minute
+
+type createdGeneration struct {
+	gen *v1.Generation
+	at  time.Time
 }
 
 type ownWrite struct {
@@ -74,6 +94,43 @@ func (w *ownWrites) forget(key types.NamespacedName) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	delete(w.m, key)
+	for k, c := range w.created {
+		if k.Namespace == key.Namespace && c.gen.Spec.Instance == key.Name {
+			delete(w.created, k)
+		}
+	}
+}
+
+// wroteGeneration records g as the server answered its create.
+func (w *ownWrites) wroteGeneration(g *v1.Generation, now time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.created == nil {
+		w.created = map[types.NamespacedName]createdGeneration{}
+	}
+	w.created[client.ObjectKeyFromObject(g)] = createdGeneration{gen: g.DeepCopy(), at: now}
+}
+
+// withCreated adds to list (a listing made with opts) each Generation
+// created and not in it yet; one it holds, or kept past createdKeep, is
+// no longer remembered.
+func (w *ownWrites) withCreated(list *v1.GenerationList, opts *client.ListOptions, now time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	listed := make(map[string]bool, len(list.Items))
+	for i := range list.Items {
+		listed[list.Items[i].Name] = true
+	}
+	for k, c := range w.created {
+		switch {
+		case opts.Namespace != "" && k.Namespace != opts.Namespace,
+			opts.LabelSelector != nil && !opts.LabelSelector.Matches(labels.Set(c.gen.Labels)):
+		case listed[k.Name], now.Sub(c.at) > createdKeep:
+			delete(w.created, k)
+		default:
+			list.Items = append(list.Items, *c.gen.DeepCopy())
+		}
+	}
 }
 
 // ownWritesClient is the Instance reconciler's client: its reads of an
@@ -81,7 +138,26 @@ func (w *ownWrites) forget(key types.NamespacedName) {
 // passes through.
 type ownWritesClient struct {
 	client.Client
-	w *ownWrites
+	w   *ownWrites
+	now func() time.Time
+}
+
+func (c *ownWritesClient) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
+	err := c.Client.Create(ctx, obj, opts...)
+	if g, ok := obj.(*v1.Generation); ok && err == nil {
+		c.w.wroteGeneration(g, c.now())
+	}
+	return err
+}
+
+func (c *ownWritesClient) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	err := c.Client.List(ctx, list, opts...)
+	if gens, ok := list.(*v1.GenerationList); ok && err == nil {
+		o := &client.ListOptions{}
+		o.ApplyOptions(opts)
+		c.w.withCreated(gens, o, c.now())
+	}
+	return err
 }
 
 func (c *ownWritesClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {

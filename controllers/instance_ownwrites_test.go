@@ -2,10 +2,12 @@ package controllers
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
 )
@@ -65,6 +67,78 @@ func TestOwnWrites(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("versions read (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestOwnCreates: a listing made before the watch brought back a
+// Generation the agent created reads it; a listing that holds it, a
+// forgotten Instance or createdKeep ends that; other listings are not
+// touched.
+func TestOwnCreates(t *testing.T) {
+	t0 := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	gen := func(ns, inst string, n int64) *v1.Generation {
+		return &v1.Generation{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: generationName(inst, n), UID: "g",
+			Labels: map[string]string{v1.LabelInstance: inst}}, Spec: v1.GenerationSpec{Instance: inst, Number: n}}
+	}
+	ofInstance := func(ns, inst string) *client.ListOptions {
+		o := &client.ListOptions{}
+		o.ApplyOptions([]client.ListOption{client.InNamespace(ns), client.MatchingLabels{v1.LabelInstance: inst}})
+		return o
+	}
+	type listing struct {
+		cached []*v1.Generation
+		opts   *client.ListOptions
+		at     time.Duration // after the create
+	}
+	tests := map[string]struct {
+		forget   *types.NamespacedName
+		listings []listing
+		want     [][]string // the names each listing gives
+	}{
+		"the cache has not caught up": {
+			listings: []listing{{opts: ofInstance("ns", "a")}, {opts: ofInstance("ns", "a"), at: time.Second}},
+			want:     [][]string{{"a-g2"}, {"a-g2"}}},
+		"listed beside the older ones": {
+			listings: []listing{{cached: []*v1.Generation{gen("ns", "a", 1)}, opts: ofInstance("ns", "a")}},
+			want:     [][]string{{"a-g1", "a-g2"}}},
+		"the create came back: the cache alone after": {
+			listings: []listing{{cached: []*v1.Generation{gen("ns", "a", 2)}, opts: ofInstance("ns", "a")}, {opts: ofInstance("ns", "a")}},
+			want:     [][]string{{"a-g2"}, nil}},
+		"another Instance's listing": {
+			listings: []listing{{opts: ofInstance("ns", "b")}, {opts: ofInstance("other", "a")}},
+			want:     [][]string{nil, nil}},
+		"kept no longer than createdKeep": {
+			listings: []listing{{opts: ofInstance("ns", "a"), at: createdKeep + time.Second}, {opts: ofInstance("ns", "a")}},
+			want:     [][]string{nil, nil}},
+		"its Instance forgotten": {
+			forget:   &types.NamespacedName{Namespace: "ns", Name: "a"},
+			listings: []listing{{opts: ofInstance("ns", "a")}},
+			want:     [][]string{nil}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			w := &ownWrites{}
+			w.wroteGeneration(gen("ns", "a", 2), t0)
+			if tc.forget != nil {
+				w.forget(*tc.forget)
+			}
+			var got [][]string
+			for _, l := range tc.listings {
+				list := &v1.GenerationList{}
+				for _, g := range l.cached {
+					list.Items = append(list.Items, *g)
+				}
+				w.withCreated(list, l.opts, t0.Add(l.at))
+				var names []string
+				for _, g := range list.Items {
+					names = append(names, g.Name)
+				}
+				got = append(got, names)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("listings (-want,+got):\n%s", diff)
 			}
 		})
 	}

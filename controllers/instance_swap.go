@@ -51,7 +51,11 @@ func (r *InstanceReconciler) ensureLatest(ctx context.Context, s *instanceScope)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
-		ctrl.LoggerFrom(ctx).Info("generation created", "number", next, "cause", createCause(f))
+		if g.UID != "" {
+			ctrl.LoggerFrom(ctx).Info("generation created", "number", next, "cause", createCause(f))
+		} else { // AlreadyExists: made by an earlier reconcile the cache had not shown
+			ctrl.LoggerFrom(ctx).V(1).Info("generation made already", "number", next)
+		}
 		s.gens = append(s.gens, g)
 	}
 	return ctrl.Result{}, nil
