@@ -65,6 +65,11 @@ func (b *Systemd) subscribe(ctx context.Context) bool {
 
 // unitEvents hands systemd's unit changes to the watches of those units.
 type unitEvents struct {
+	// sub serializes subscribing; failed is the connection whose
+	// subscription failed last (said once). Both guarded by sub.
+	sub    sync.Mutex
+	failed *sddbus.Conn
+
 	mu sync.Mutex
 	// watches are the wake channels by unit (each of one slot, holding
 	// one token).
@@ -98,24 +103,34 @@ func (e *unitEvents) add(unit string) (wake <-chan struct{}, forget func()) {
 
 // subscribe subscribes c, once, unless it is the connection subscribed
 // already. A new connection wakes every watch: what changed while none
-// was subscribed was not signalled to it.
+// was subscribed was not signalled to it. The D-Bus call is made outside
+// mu, so a bus that does not answer holds up no watch's registration.
 func (e *unitEvents) subscribe(c *sddbus.Conn, log logr.Logger) error {
+	e.sub.Lock()
+	defer e.sub.Unlock()
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.conn == c {
+	subscribed := e.conn == c
+	e.mu.Unlock()
+	if subscribed {
 		return nil
 	}
 	if err := c.Subscribe(); err != nil {
-		log.Info("no unit signals; watches poll", "err", err.Error())
+		if e.failed != c { // once a connection: every watch asks again
+			log.Info("no unit signals; watches poll", "err", err.Error())
+			e.failed = c
+		}
 		return err
-	}
-	if e.stop != nil {
-		close(e.stop)
 	}
 	updates, errs := make(chan *sddbus.PropertiesUpdate, 256), make(chan error, 1)
 	c.SetPropertiesSubscriber(updates, errs)
-	e.conn, e.stop = c, make(chan struct{})
-	go e.read(updates, errs, e.stop)
+	stop := make(chan struct{})
+	go e.read(updates, errs, stop)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.stop != nil {
+		close(e.stop)
+	}
+	e.conn, e.stop = c, stop
 	e.wakeLocked("")
 	return nil
 }
