@@ -35,9 +35,13 @@ func (b *Systemd) WatchEmpty(ctx context.Context, p layout.Slot) (<-chan struct{
 			if b.subscribe(ctx) {
 				every = b.backstop
 			}
-			if st, err := b.Observe(ctx, p); err == nil && st.Gone() {
+			st, err := b.Observe(ctx, p)
+			switch {
+			case err == nil && st.Gone():
 				close(ch)
 				return
+			case err != nil:
+				every = pollEvery // a lost connection: the next look resubscribes
 			}
 			t := time.NewTimer(every)
 			select {
