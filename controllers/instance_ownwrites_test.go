@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -8,8 +9,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	crfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
+	"github.com/unitlet/unitlet/internal/scheme"
 )
 
 // TestOwnWrites: a cached version known to be older than the agent's own
@@ -141,5 +145,36 @@ func TestOwnCreates(t *testing.T) {
 				t.Errorf("listings (-want,+got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestOwnCreatesThroughTheClient: the reconciler's client records a
+// Generation it created and adds it to a listing from a cache that has
+// not caught up (here: one that never does).
+func TestOwnCreatesThroughTheClient(t *testing.T) {
+	behind := crfake.NewClientBuilder().WithScheme(scheme.New()).WithInterceptorFuncs(interceptor.Funcs{
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			if _, gens := list.(*v1.GenerationList); gens {
+				return nil // the cache as it was before the create
+			}
+			return c.List(ctx, list, opts...)
+		},
+	}).Build()
+	c := &ownWritesClient{Client: behind, w: &ownWrites{}, now: time.Now}
+	g := &v1.Generation{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: generationName("a", 1),
+		Labels: map[string]string{v1.LabelInstance: "a"}}, Spec: v1.GenerationSpec{Instance: "a", Number: 1}}
+	if err := c.Create(context.Background(), g); err != nil {
+		t.Fatal(err)
+	}
+	gens, err := listGenerations(context.Background(), c, &v1.Instance{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, g := range gens {
+		names = append(names, g.Name)
+	}
+	if diff := cmp.Diff([]string{"a-g1"}, names); diff != "" {
+		t.Errorf("generations listed (-want,+got):\n%s", diff)
 	}
 }

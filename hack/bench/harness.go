@@ -239,15 +239,10 @@ func (h *harness) agentUsage() (cpu time.Duration, peakRSS int64, err error) {
 
 // procUsage reads a process's user+system time and VmHWM.
 func procUsage(pid int) (time.Duration, int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	cpu, err := testutil.ProcessCPU(pid)
 	if err != nil {
 		return 0, 0, err
 	}
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	ut, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
-	cpu := time.Duration(ut+st) * time.Second / 100 // USER_HZ
 	return cpu, statusKiB(pid, "VmHWM") * 1024, nil
 }
 

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 	godbus "github.com/godbus/dbus/v5"
 
 	"github.com/unitlet/unitlet/internal/testkit/systemdboot"
+	"github.com/unitlet/unitlet/internal/testkit/testutil"
 )
 
 // rawForkExec is the floor the agent's start is held against: N apps
@@ -71,18 +71,11 @@ func rawForkExec(ctx context.Context, h *harness, r *results) error {
 
 // allAnswer waits until every socket accepts a connection.
 func allAnswer(ctx context.Context, socks []string) error {
-	deadline := time.Now().Add(5 * time.Minute)
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
 	for _, s := range socks {
-		for {
-			c, err := net.Dial("unix", s)
-			if err == nil {
-				c.Close()
-				break
-			}
-			if time.Now().After(deadline) || ctx.Err() != nil {
-				return fmt.Errorf("%s never answered: %w", s, err)
-			}
-			time.Sleep(2 * time.Millisecond)
+		if err := testutil.WaitAccepts(ctx, s); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -177,15 +177,21 @@ func (e *unitEvents) wake(unit string) {
 // wakeLocked sends a token to each watch of unit ("": of every unit)
 // that has none yet; e.mu is held.
 func (e *unitEvents) wakeLocked(unit string) {
-	for u, set := range e.watches {
-		if unit != "" && u != unit {
-			continue
-		}
-		for ch := range set {
-			select {
-			case ch <- struct{}{}:
-			default:
-			}
+	if unit != "" {
+		wakeSet(e.watches[unit])
+		return
+	}
+	for _, set := range e.watches {
+		wakeSet(set)
+	}
+}
+
+// wakeSet puts a token in each channel of set that has none.
+func wakeSet(set map[chan struct{}]struct{}) {
+	for ch := range set {
+		select {
+		case ch <- struct{}{}:
+		default:
 		}
 	}
 }

@@ -1,14 +1,10 @@
 package systemd
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -178,28 +174,16 @@ func applyBatch(tb testing.TB, app, prefix string, n int, idle time.Duration) ([
 	if idle == 0 {
 		return lat, 0
 	}
-	before := cpuTicks(tb, sys.PID())
-	time.Sleep(idle)
-	return lat, float64(cpuTicks(tb, sys.PID())-before) / clockTicks / idle.Seconds()
-}
-
-// clockTicks is USER_HZ, the unit of /proc/PID/stat's times (100 on
-// every Linux architecture this runs on).
-const clockTicks = 100
-
-// cpuTicks is pid's user and system time so far.
-func cpuTicks(tb testing.TB, pid int) int64 {
-	tb.Helper()
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	before, err := testutil.ProcessCPU(sys.PID())
 	if err != nil {
 		tb.Fatal(err)
 	}
-	// The fields after the command's closing parenthesis: state is the
-	// first, utime and stime the 12th and 13th.
-	f := strings.Fields(string(raw[bytes.LastIndexByte(raw, ')')+1:]))
-	utime, _ := strconv.ParseInt(f[11], 10, 64)
-	stime, _ := strconv.ParseInt(f[12], 10, 64)
-	return utime + stime
+	time.Sleep(idle)
+	after, err := testutil.ProcessCPU(sys.PID())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return lat, (after - before).Seconds() / idle.Seconds()
 }
 
 // watchInstances watches the test namespace's Instances from now on.
@@ -260,7 +244,7 @@ func rawBatch(tb testing.TB, app, prefix string, n int) []time.Duration {
 				return
 			}
 			<-done
-			if err := answers(ctx, sock); err != nil {
+			if err := testutil.WaitAccepts(ctx, sock); err != nil {
 				errs <- err
 				return
 			}
@@ -273,21 +257,6 @@ func rawBatch(tb testing.TB, app, prefix string, n int) []time.Duration {
 		tb.Fatal(err)
 	}
 	return lat
-}
-
-// answers waits until sock accepts a connection.
-func answers(ctx context.Context, sock string) error {
-	for {
-		conn, err := net.Dial("unix", sock)
-		if err == nil {
-			return conn.Close()
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%s never answered: %w", sock, err)
-		case <-time.After(2 * time.Millisecond):
-		}
-	}
 }
 
 // stopRaw stops a raw unit, waiting for its job, and removes its socket.
