@@ -9,10 +9,12 @@ import (
 
 	sddbus "github.com/coreos/go-systemd/v22/dbus"
 	"github.com/go-logr/logr"
+	godbus "github.com/godbus/dbus/v5"
 
 	"github.com/unitlet/unitlet/agent/selfinstall"
 	"github.com/unitlet/unitlet/controllers/metrics"
 	"github.com/unitlet/unitlet/runtime/cgroups"
+	"github.com/unitlet/unitlet/runtime/dbusconn"
 	"github.com/unitlet/unitlet/runtime/identity"
 	"github.com/unitlet/unitlet/runtime/join"
 	"github.com/unitlet/unitlet/runtime/layout"
@@ -51,7 +53,7 @@ func newRuntime(opts Options, log logr.Logger) (*node.Node, string, error) {
 	switch name {
 	case BackendSystemd:
 		backend, err = units.NewSystemd(units.SystemdConfig{
-			Connect: sddbus.NewSystemConnectionContext, Exe: shimExe, ProofBudget: proofBudget,
+			Connect: systemBus, Signals: systemBusSignals, Exe: shimExe, ProofBudget: proofBudget,
 			CgroupDirs: hostCgroupDirs(log), Layout: lay, Log: log.WithName("systemd"),
 		})
 	default:
@@ -72,6 +74,13 @@ func newRuntime(opts Options, log logr.Logger) (*node.Node, string, error) {
 	})
 	return n, name, err
 }
+
+// systemBus and systemBusSignals connect to systemd on the system bus;
+// each connection lives until the backend closes it, whatever call first
+// needed it.
+func systemBus(ctx context.Context) (*sddbus.Conn, error) { return dbusconn.Systemd(ctx, "") }
+
+func systemBusSignals(ctx context.Context) (*godbus.Conn, error) { return dbusconn.Dial(ctx, "") }
 
 // ShimName is the per-unit helper's file name, looked for beside the
 // agent's binary.

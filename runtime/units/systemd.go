@@ -22,6 +22,9 @@ import (
 type SystemdConfig struct {
 	// Connect opens a connection to the manager over D-Bus.
 	Connect func(ctx context.Context) (*sddbus.Conn, error)
+	// Signals opens a plain connection to the same bus, on which the
+	// backend hears units stop; without it watches poll each unit.
+	Signals func(ctx context.Context) (*godbus.Conn, error)
 	// Exe is the absolute path of the unitlet binary, run as
 	// "<Exe> exec --launch FILE --log-socket PATH".
 	Exe string

@@ -47,6 +47,7 @@ func newSDEnv(t testing.TB) *sdEnv {
 func (e *sdEnv) config(budget time.Duration, t testing.TB) SystemdConfig {
 	return SystemdConfig{
 		Connect: e.sys.Conn,
+		Signals: e.sys.Bus,
 		Exe:     e.exe,
 		CgroupDirs: func(cg string) []string {
 			return []string{

@@ -5,31 +5,44 @@ import (
 	"testing"
 	"time"
 
-	sddbus "github.com/coreos/go-systemd/v22/dbus"
 	godbus "github.com/godbus/dbus/v5"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/unitlet/unitlet/runtime/layout"
 	"github.com/unitlet/unitlet/runtime/outcome"
 )
 
 func TestLeaving(t *testing.T) {
+	state := func(v any) map[string]godbus.Variant {
+		return map[string]godbus.Variant{"ActiveState": godbus.MakeVariant(v)}
+	}
 	cases := map[string]struct {
-		changed map[string]godbus.Variant
-		want    bool
+		name  string // the signal's; PropertiesChanged when ""
+		iface string // the properties'; a unit's when ""
+		body  []any  // in place of the interface and changes
+		want  bool
 	}{
-		"no ActiveState":  {changed: map[string]godbus.Variant{"SubState": godbus.MakeVariant("running")}},
-		"activating":      {changed: map[string]godbus.Variant{"ActiveState": godbus.MakeVariant("activating")}},
-		"active":          {changed: map[string]godbus.Variant{"ActiveState": godbus.MakeVariant("active")}},
-		"reloading":       {changed: map[string]godbus.Variant{"ActiveState": godbus.MakeVariant("reloading")}},
-		"deactivating":    {changed: map[string]godbus.Variant{"ActiveState": godbus.MakeVariant("deactivating")}, want: true},
-		"inactive":        {changed: map[string]godbus.Variant{"ActiveState": godbus.MakeVariant("inactive")}, want: true},
-		"failed":          {changed: map[string]godbus.Variant{"ActiveState": godbus.MakeVariant("failed")}, want: true},
-		"not a string":    {changed: map[string]godbus.Variant{"ActiveState": godbus.MakeVariant(uint32(1))}, want: true},
-		"nothing changed": {},
+		"no ActiveState":   {body: []any{unitIface, map[string]godbus.Variant{"SubState": godbus.MakeVariant("running")}}},
+		"activating":       {body: []any{unitIface, state("activating")}},
+		"active":           {body: []any{unitIface, state("active")}},
+		"reloading":        {body: []any{unitIface, state("reloading")}},
+		"deactivating":     {body: []any{unitIface, state("deactivating")}, want: true},
+		"inactive":         {body: []any{unitIface, state("inactive")}, want: true},
+		"failed":           {body: []any{unitIface, state("failed")}, want: true},
+		"not a string":     {body: []any{unitIface, state(uint32(1))}, want: true},
+		"nothing changed":  {body: []any{unitIface, map[string]godbus.Variant{}}},
+		"a service's own":  {body: []any{"org.freedesktop.systemd1.Service", state("inactive")}},
+		"another signal":   {name: "org.freedesktop.systemd1.Manager.UnitRemoved", body: []any{unitIface, state("inactive")}},
+		"a short body":     {body: []any{unitIface}},
+		"a malformed body": {body: []any{uint32(7), "inactive"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if got := leaving(&sddbus.PropertiesUpdate{UnitName: "a.service", Changed: tc.changed}); got != tc.want {
+			s := &godbus.Signal{Name: tc.name, Path: godbus.ObjectPath(unitPath("a.service")), Body: tc.body}
+			if s.Name == "" {
+				s.Name = propertiesEvent
+			}
+			if got := leaving(s); got != tc.want {
 				t.Errorf("leaving = %v, want %v", got, tc.want)
 			}
 		})
@@ -38,7 +51,7 @@ func TestLeaving(t *testing.T) {
 
 func TestUnitEventsWake(t *testing.T) {
 	cases := map[string]struct {
-		wake []string
+		wake []string // units; "" for every one
 		want []string // the watches holding a token after, of a1, a2, b
 	}{
 		"one unit's watches":    {wake: []string{"a"}, want: []string{"a1", "a2"}},
@@ -56,6 +69,9 @@ func TestUnitEventsWake(t *testing.T) {
 			gone, forget := e.add("gone")
 			forget()
 			for _, u := range tc.wake {
+				if u != "" {
+					u = unitPath(u)
+				}
 				e.wake(u)
 			}
 			var got []string
@@ -72,7 +88,7 @@ func TestUnitEventsWake(t *testing.T) {
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("woken (-want,+got):\n%s", diff)
 			}
-			if _, left := e.watches["gone"]; left {
+			if _, left := e.watches[unitPath("gone")]; left {
 				t.Error("a forgotten unit is still watched")
 			}
 		})
@@ -87,7 +103,82 @@ func TestSystemdWatchWokenBySignal(t *testing.T) {
 	env := newSDEnv(t)
 	b := env.backend(t, 5*time.Second)
 	b.backstop = time.Hour // only the signal can end the watch in time
-	p := env.proc(t, "watched", 1, "/bin/sleep", "1000")
+	p, empty := watchRunning(ctx, t, env, b, "watched")
+	if listening(b) == nil {
+		t.Fatal("the watch did not subscribe to systemd's signals")
+	}
+	if err := stopUnit(ctx, env.conn(t), p.UnitName()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-empty:
+	case <-ctx.Done():
+		t.Fatal("the watch never saw the unit stop")
+	}
+}
+
+// A lost signal connection wakes every watch, which listens again on a
+// new one: the stop after it is heard, with the backstop an hour.
+func TestSystemdWatchListensAgain(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	env := newSDEnv(t)
+	b := env.backend(t, 5*time.Second)
+	b.backstop = time.Hour
+	p, empty := watchRunning(ctx, t, env, b, "relistened")
+	first := listening(b)
+	if first == nil {
+		t.Fatal("the watch did not subscribe to systemd's signals")
+	}
+	first.Close()
+	for c := listening(b); c == nil || c == first; c = listening(b) {
+		if ctx.Err() != nil {
+			t.Fatal("no new signal connection after the first was lost")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := stopUnit(ctx, env.conn(t), p.UnitName()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-empty:
+	case <-ctx.Done():
+		t.Fatal("the watch never saw the unit stop")
+	}
+}
+
+// Without a signal connection a watch polls, and still sees its unit go.
+func TestSystemdWatchPollsWithoutSignals(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	env := newSDEnv(t)
+	cfg := env.config(5*time.Second, t)
+	cfg.Signals = nil
+	b, err := NewSystemd(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	b.backstop = time.Hour // were it listening, only a signal would end the watch
+	p, empty := watchRunning(ctx, t, env, b, "polled")
+	if err := stopUnit(ctx, env.conn(t), p.UnitName()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-empty:
+	case <-ctx.Done():
+		t.Fatal("the polling watch never saw the unit stop")
+	}
+	if listening(b) != nil {
+		t.Error("a backend without Signals listens")
+	}
+}
+
+// watchRunning starts a unit that sleeps and watches it; its watch must
+// not end while it runs.
+func watchRunning(ctx context.Context, t *testing.T, env *sdEnv, b *Systemd, name string) (layout.Slot, <-chan struct{}) {
+	t.Helper()
+	p := env.proc(t, name, 1, "/bin/sleep", "1000")
 	if got := b.Start(ctx, Spec{Slot: p, Grace: time.Second}); got.Kind != outcome.Running {
 		t.Fatalf("start: %v (%v)", got.Kind, got.Cause)
 	}
@@ -101,19 +192,12 @@ func TestSystemdWatchWokenBySignal(t *testing.T) {
 		t.Fatal("a running unit's watch ended")
 	case <-time.After(time.Second):
 	}
+	return p, empty
+}
+
+// listening is the connection b's watches hear signals on, nil when none.
+func listening(b *Systemd) *godbus.Conn {
 	b.events.mu.Lock()
-	subscribed := b.events.conn != nil
-	b.events.mu.Unlock()
-	if !subscribed {
-		t.Fatal("the watch did not subscribe to systemd's signals")
-	}
-	done := make(chan string, 1)
-	if _, err := env.conn(t).StopUnitContext(ctx, p.UnitName(), "replace", done); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-empty:
-	case <-ctx.Done():
-		t.Fatal("the watch never saw the unit stop")
-	}
+	defer b.events.mu.Unlock()
+	return b.events.conn
 }

@@ -163,7 +163,7 @@ func run(m *testing.M) int {
 // Closing the Node closes the backend, as an agent's exit does.
 func newRuntime(log logr.Logger) (*node.Node, error) {
 	backend, err := units.NewSystemd(units.SystemdConfig{
-		Connect: bus.connect, Exe: unitExe, CgroupDirs: hostCgroupDirs, ProofBudget: 30 * time.Second,
+		Connect: bus.connect, Signals: sys.Bus, Exe: unitExe, CgroupDirs: hostCgroupDirs, ProofBudget: 30 * time.Second,
 		Layout: lay, Log: log.WithName("systemd"),
 	})
 	if err != nil {
