@@ -73,6 +73,13 @@ func dial(address string) (*godbus.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
+	return Handshake(c)
+}
+
+// Handshake authenticates c as this process's uid (EXTERNAL: no user
+// lookup, so a static binary needs no libc) and names it on the bus
+// (Hello); c is closed when either fails.
+func Handshake(c *godbus.Conn) (*godbus.Conn, error) {
 	if err := c.Auth([]godbus.Auth{godbus.AuthExternal(strconv.Itoa(os.Getuid()))}); err != nil {
 		c.Close()
 		return nil, err

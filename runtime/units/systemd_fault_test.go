@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"net"
-	"os"
 	"strconv"
 	"sync"
 	"testing"
@@ -16,6 +15,7 @@ import (
 	godbus "github.com/godbus/dbus/v5"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/unitlet/unitlet/runtime/dbusconn"
 	"github.com/unitlet/unitlet/runtime/outcome"
 )
 
@@ -88,15 +88,7 @@ func (e *sdEnv) faultyConnect(f *busFault) func(context.Context) (*sddbus.Conn, 
 				nc.Close()
 				return nil, err
 			}
-			if err := c.Auth([]godbus.Auth{godbus.AuthExternal(strconv.Itoa(os.Getuid()))}); err != nil {
-				c.Close()
-				return nil, err
-			}
-			if err := c.Hello(); err != nil {
-				c.Close()
-				return nil, err
-			}
-			return c, nil
+			return dbusconn.Handshake(c)
 		})
 	}
 }
