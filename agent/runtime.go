@@ -37,7 +37,7 @@ func newRuntime(opts Options, log logr.Logger) (*node.Node, string, error) {
 	if name == BackendAuto {
 		name = BackendDirect
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		if conn, err := sddbus.NewSystemConnectionContext(ctx); err == nil {
+		if conn, err := systemBus(ctx); err == nil {
 			conn.Close()
 			name = BackendSystemd
 		}

@@ -39,33 +39,45 @@ func busDaemon(t *testing.T) string {
 // NewSystemConnectionContext makes its pair so.
 func TestConnectionsOutliveTheirContext(t *testing.T) {
 	addr := busDaemon(t)
-	t.Run("Dial", func(t *testing.T) {
-		ctx, cancel := context.WithCancel(context.Background())
-		c, err := Dial(ctx, addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		cancel()
-		time.Sleep(50 * time.Millisecond)
-		var id string
-		if err := c.BusObject().Call("org.freedesktop.DBus.GetId", 0).Store(&id); err != nil || id == "" {
-			t.Fatalf("a call after the dial's context ended: %q, %v", id, err)
-		}
-	})
-	t.Run("Systemd", func(t *testing.T) {
-		ctx, cancel := context.WithCancel(context.Background())
-		c, err := Systemd(ctx, addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		cancel()
-		time.Sleep(50 * time.Millisecond)
-		if !c.Connected() {
-			t.Fatal("the pair closed with the dial's context")
-		}
-	})
+	for name, open := range map[string]func(context.Context) (alive func() error, err error){
+		"Dial": func(ctx context.Context) (func() error, error) {
+			c, err := Dial(ctx, addr)
+			if err != nil {
+				return nil, err
+			}
+			t.Cleanup(func() { c.Close() })
+			return func() error {
+				var id string
+				return c.BusObject().Call("org.freedesktop.DBus.GetId", 0).Store(&id)
+			}, nil
+		},
+		"Systemd": func(ctx context.Context) (func() error, error) {
+			c, err := Systemd(ctx, addr)
+			if err != nil {
+				return nil, err
+			}
+			t.Cleanup(c.Close)
+			return func() error {
+				if !c.Connected() {
+					return errors.New("the pair is closed")
+				}
+				return nil
+			}, nil
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			alive, err := open(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cancel()
+			time.Sleep(50 * time.Millisecond)
+			if err := alive(); err != nil {
+				t.Fatalf("after the dial's context ended: %v", err)
+			}
+		})
+	}
 }
 
 // A bus that never answers holds the caller only until its context ends.
@@ -85,15 +97,15 @@ func TestDialBoundedByContext(t *testing.T) {
 			defer c.Close()
 		}
 	}()
-	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-	defer cancel()
-	for name, dial := range map[string]func() error{
-		"Dial":    func() error { _, err := Dial(ctx, "unix:path="+sock); return err },
-		"Systemd": func() error { _, err := Systemd(ctx, "unix:path="+sock); return err },
+	for name, dial := range map[string]func(context.Context) error{
+		"Dial":    func(ctx context.Context) error { _, err := Dial(ctx, "unix:path="+sock); return err },
+		"Systemd": func(ctx context.Context) error { _, err := Systemd(ctx, "unix:path="+sock); return err },
 	} {
 		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+			defer cancel()
 			done := make(chan error, 1)
-			go func() { done <- dial() }()
+			go func() { done <- dial(ctx) }()
 			select {
 			case err := <-done:
 				if !errors.Is(err, context.DeadlineExceeded) {

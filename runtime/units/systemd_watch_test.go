@@ -107,14 +107,7 @@ func TestSystemdWatchWokenBySignal(t *testing.T) {
 	if listening(b) == nil {
 		t.Fatal("the watch did not subscribe to systemd's signals")
 	}
-	if err := stopUnit(ctx, env.conn(t), p.UnitName()); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-empty:
-	case <-ctx.Done():
-		t.Fatal("the watch never saw the unit stop")
-	}
+	stopAndAwait(ctx, t, env, p, empty)
 }
 
 // A lost signal connection wakes every watch, which listens again on a
@@ -137,14 +130,7 @@ func TestSystemdWatchListensAgain(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if err := stopUnit(ctx, env.conn(t), p.UnitName()); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-empty:
-	case <-ctx.Done():
-		t.Fatal("the watch never saw the unit stop")
-	}
+	stopAndAwait(ctx, t, env, p, empty)
 }
 
 // Without a signal connection a watch polls, and still sees its unit go.
@@ -161,14 +147,7 @@ func TestSystemdWatchPollsWithoutSignals(t *testing.T) {
 	t.Cleanup(b.Close)
 	b.backstop = time.Hour // were it listening, only a signal would end the watch
 	p, empty := watchRunning(ctx, t, env, b, "polled")
-	if err := stopUnit(ctx, env.conn(t), p.UnitName()); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-empty:
-	case <-ctx.Done():
-		t.Fatal("the polling watch never saw the unit stop")
-	}
+	stopAndAwait(ctx, t, env, p, empty)
 	if listening(b) != nil {
 		t.Error("a backend without Signals listens")
 	}
@@ -193,6 +172,20 @@ func watchRunning(ctx context.Context, t *testing.T, env *sdEnv, b *Systemd, nam
 	case <-time.After(time.Second):
 	}
 	return p, empty
+}
+
+// stopAndAwait stops p's unit behind the backend's back and waits, until
+// ctx ends, for its watch to end.
+func stopAndAwait(ctx context.Context, t *testing.T, env *sdEnv, p layout.Slot, empty <-chan struct{}) {
+	t.Helper()
+	if err := stopUnit(ctx, env.conn(t), p.UnitName()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-empty:
+	case <-ctx.Done():
+		t.Fatal("the watch never saw the unit stop")
+	}
 }
 
 // listening is the connection b's watches hear signals on, nil when none.
