@@ -118,8 +118,13 @@ func (n *Node) Start(ctx context.Context, req StartRequest) StartResult {
 		}
 		return res
 	}
-	if st, err := n.cfg.Backend.Observe(ctx, p); err == nil {
-		res.Cgroup = st.Cgroup
+	// The start read its cgroup on its way (on systemd, ten property
+	// reads saved per start); look only where it did not.
+	res.Cgroup = res.Start.Cgroup
+	if res.Cgroup == "" {
+		if st, err := n.cfg.Backend.Observe(ctx, p); err == nil {
+			res.Cgroup = st.Cgroup
+		}
 	}
 	wctx, cancel := context.WithCancel(n.life)
 	n.mu.Lock()

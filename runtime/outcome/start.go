@@ -61,6 +61,9 @@ type Start struct {
 	// InvocationID is systemd's invocation id in hex, when one was read.
 	InvocationID string
 	MainPID      int
+	// Cgroup is the cgroup the start placed its process in, as the
+	// backend names it, when the start learned it.
+	Cgroup string
 	// Job is the systemd job path that came back, if any.
 	Job string
 	// Exit is set for ExitedBeforeObserved when the exit was read.

@@ -109,6 +109,13 @@ func TestStartOutcomes(t *testing.T) {
 		if tc.want == outcome.Running && (len(got.InvocationID) != 32 || got.MainPID == 0) {
 			t.Errorf("Running without invocation id / pid: %+v", got)
 		}
+		if tc.want == outcome.Running {
+			// The start says where it runs, as a look would: the node
+			// takes the cgroup from it and does not look again.
+			if st, err := b.Observe(ctx, p); err != nil || st.Cgroup == "" || st.Cgroup != got.Cgroup {
+				t.Errorf("started in cgroup %q; observed %+v %v", got.Cgroup, st, err)
+			}
+		}
 		if tc.want == outcome.NotStarted {
 			// Proven not started: nothing of it is left running.
 			st, err := b.Observe(ctx, p)

@@ -146,6 +146,7 @@ func (b *Direct) Start(ctx context.Context, spec Spec) outcome.Start {
 	if err != nil {
 		return fail(outcome.NotStarted, err)
 	}
+	res.Cgroup = c.cgroup()
 	notStarted := func(err error) outcome.Start {
 		c.undo()
 		return fail(outcome.NotStarted, err)
@@ -219,6 +220,9 @@ type claimed struct {
 	child, id, dir, rec string
 }
 
+// cgroup is the slot's cgroup as Observe names it.
+func (c claimed) cgroup() string { return path.Join(c.m.Parent(), c.child) }
+
 // undo is for a start proven not to have run: the record of a start in
 // flight and the fresh child go, so a retry and a re-adoption see nothing.
 func (c claimed) undo() {
@@ -286,7 +290,7 @@ func (b *Direct) claim(spec Spec) (claimed, error) {
 		}
 	}
 	sr := record.Start{Schema: record.Schema, Identity: record.IdentityOf(p), InvocationID: c.id,
-		Cgroup: path.Join(m.Parent(), child), GraceMillis: spec.Grace.Milliseconds(), At: time.Now()}
+		Cgroup: c.cgroup(), GraceMillis: spec.Grace.Milliseconds(), At: time.Now()}
 	if err := record.Write(c.dir, c.rec, sr); err != nil {
 		c.undo()
 		return claimed{}, fmt.Errorf("units: %s: %w", unit, err)

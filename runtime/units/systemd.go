@@ -141,14 +141,6 @@ func (b *Systemd) Start(ctx context.Context, spec Spec) outcome.Start {
 	if err := b.parentFor(ctx, c, spec); err != nil {
 		return fail(outcome.NotStarted, err)
 	}
-	// A failed unit stays loaded under its name until it is reset, and a
-	// transient unit cannot be started over a loaded one: a slot whose
-	// name comes back (a sidecar started again, a seed run again) would
-	// be refused. Callers start a slot only once its last run is seen
-	// gone, and a reset leaves a unit that is not failed as it is.
-	if err := c.ResetFailedUnitContext(ctx, unit); err != nil && !noSuchUnit(err) {
-		b.cfg.Log.Info("failed state not reset", "unit", unit, "err", err.Error())
-	}
 	if err := ctx.Err(); err != nil {
 		return fail(outcome.NotStarted, fmt.Errorf("units: start %s not sent: %w", unit, err))
 	}
@@ -159,7 +151,7 @@ func (b *Systemd) Start(ctx context.Context, spec Spec) outcome.Start {
 	ctx, release := b.proofs.detach(ctx, 0)
 	defer release()
 	done := make(chan string, 1)
-	id, err := c.StartTransientUnitContext(ctx, unit, "fail", props, done)
+	id, err := b.sendStart(ctx, c, unit, props, done)
 	if err != nil {
 		if refusedByManager(err) {
 			return fail(outcome.NotStarted, fmt.Errorf("units: systemd refused %s: %w", unit, err))
@@ -183,25 +175,56 @@ func (b *Systemd) Start(ctx context.Context, spec Spec) outcome.Start {
 	if err != nil {
 		return fail(outcome.MayHaveRun, fmt.Errorf("units: start %s: job %s, then: %w", unit, result, err))
 	}
-	res.InvocationID, res.MainPID = st.InvocationID, st.MainPID
+	res.InvocationID, res.MainPID, res.Cgroup = st.InvocationID, st.MainPID, st.Cgroup
 	if st.Exit != nil {
 		res.Exit = st.Exit
 	}
+	kind, err := judgeJob(unit, result, st)
+	if kind == outcome.Running {
+		res.Kind = outcome.Running
+		return res
+	}
+	if kind == outcome.NotStarted && result == "failed" {
+		_ = c.ResetFailedUnitContext(ctx, unit) // free the name for a retry
+	}
+	return fail(kind, err)
+}
+
+// judgeJob reads a start job's result and the unit's first look after
+// it as an outcome (and its cause, for every kind but Running).
+func judgeJob(unit, result string, st Status) (outcome.StartKind, error) {
 	switch {
 	case result == "done" && !st.Gone() && st.Exit == nil:
 		// (A main process that has exited while ExecStopPost still runs
 		// leaves the unit deactivating: that is an exit, not a run.)
-		res.Kind = outcome.Running
-		return res
+		return outcome.Running, nil
 	case result == "done":
-		return fail(outcome.ExitedBeforeObserved, fmt.Errorf("%s %w", unit, outcome.ErrExitedBeforeObserved))
+		return outcome.ExitedBeforeObserved, fmt.Errorf("%s %w", unit, outcome.ErrExitedBeforeObserved)
 	case result == "failed" && execFailed(st):
 		// Type=exec: the job fails only when the trampoline was never
-		// exec'd. Free the name for a retry.
-		_ = c.ResetFailedUnitContext(ctx, unit)
-		return fail(outcome.NotStarted, fmt.Errorf("units: %s did not exec (status %d): %s", unit, st.Exit.Code, st.Exit.Result))
+		// exec'd.
+		return outcome.NotStarted, fmt.Errorf("units: %s did not exec (status %d): %s", unit, st.Exit.Code, st.Exit.Result)
 	}
-	return fail(outcome.MayHaveRun, fmt.Errorf("units: start %s: job result %q", unit, result))
+	return outcome.MayHaveRun, fmt.Errorf("units: start %s: job result %q", unit, result)
+}
+
+// sendStart sends unit's start. A failed unit stays loaded under its
+// name until it is reset, and a transient unit cannot be started over a
+// loaded one: a slot whose name comes back (a sidecar started again, a
+// seed run again) is refused with UnitExists, which creates nothing.
+// Only then is the name reset and the start sent again, a round trip
+// most starts (a name never used) do not need. Callers start a slot only
+// once its last run is seen gone, and a reset leaves a unit that is not
+// failed as it is: a start refused again is judged as any other.
+func (b *Systemd) sendStart(ctx context.Context, c *sddbus.Conn, unit string, props []sddbus.Property, done chan<- string) (int, error) {
+	id, err := c.StartTransientUnitContext(ctx, unit, "fail", props, done)
+	if !unitExists(err) {
+		return id, err
+	}
+	if err := c.ResetFailedUnitContext(ctx, unit); err != nil && !noSuchUnit(err) {
+		b.cfg.Log.Info("failed state not reset", "unit", unit, "err", err.Error())
+	}
+	return c.StartTransientUnitContext(ctx, unit, "fail", props, done)
 }
 
 // refusedByManager reports errors systemd answers before it creates any
@@ -250,8 +273,7 @@ func (b *Systemd) ensureSlice(ctx context.Context, c *sddbus.Conn, inst layout.I
 	props := append([]sddbus.Property{sddbus.PropDescription("unitlet instance " + inst.Namespace() + "/" + inst.Name())}, tierProps(parent, false)...)
 	done := make(chan string, 1)
 	_, err := c.StartTransientUnitContext(ctx, slice, "fail", props, done)
-	var de godbus.Error
-	if errors.As(err, &de) && de.Name == "org.freedesktop.systemd1.UnitExists" {
+	if unitExists(err) {
 		return nil
 	}
 	if err != nil {

@@ -194,6 +194,13 @@ func (b *Systemd) Kill(ctx context.Context, p layout.Slot) error {
 	return nil
 }
 
+// unitExists reports the manager's refusal to create a unit under a
+// name already loaded: nothing was created.
+func unitExists(err error) bool {
+	var de godbus.Error
+	return errors.As(err, &de) && de.Name == "org.freedesktop.systemd1.UnitExists"
+}
+
 func noSuchUnit(err error) bool {
 	var de godbus.Error
 	return errors.As(err, &de) && (de.Name == "org.freedesktop.systemd1.NoSuchUnit" ||

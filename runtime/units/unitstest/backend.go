@@ -132,7 +132,7 @@ func (b *Backend) Start(ctx context.Context, spec units.Spec) outcome.Start {
 	u := &unit{proc: p, cgroup: path.Join(inst, child), loaded: true, active: "active", sub: "running",
 		pid: b.m.lastPID, id: fmt.Sprintf("%032x", b.m.lastPID), populated: true, waiters: map[*chan struct{}]struct{}{}}
 	b.m.units[res.Unit] = u
-	res.Kind, res.MainPID, res.InvocationID = outcome.Running, u.pid, u.id
+	res.Kind, res.MainPID, res.InvocationID, res.Cgroup = outcome.Running, u.pid, u.id, u.cgroup
 	switch {
 	case f.Start != nil:
 		// Handed off: it runs, whatever the answer said.
