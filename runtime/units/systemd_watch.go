@@ -151,6 +151,9 @@ func (e *unitEvents) subscribe(ctx context.Context, dial func(context.Context) (
 		return false
 	}
 	e.said = false
+	// Said once per connection: an operator (and test/node) can tell
+	// watches that hear their units from watches that poll.
+	log.Info("unit signals heard; watches wake on them")
 	go e.read(c, signals)
 	e.mu.Lock()
 	old := e.conn

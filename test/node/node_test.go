@@ -110,6 +110,12 @@ func applyReady(t *testing.T) {
 	if pids := guest(t, "cat "+cg+"/cgroup.procs"); !strings.Contains(pids, strconv.FormatInt(g.Status.MainPID, 10)) {
 		t.Errorf("main pid %d not in %s (%s)", g.Status.MainPID, cg, pids)
 	}
+	// The generation's watch listens to systemd's signals on the system
+	// bus (the pod's mount of it), not polling each unit.
+	log := guest(t, "journalctl -u "+agentService+" --no-pager -o cat | grep -E 'unit signals' || true")
+	if !strings.Contains(log, "unit signals heard") || strings.Contains(log, "no unit signals") {
+		t.Errorf("the agent's watches do not hear unit signals; its log says:\n%s", log)
+	}
 }
 
 func overlapUnderLoad(t *testing.T) {
