@@ -22,9 +22,10 @@ import (
 // (deleted, or re-created with another UID: its finalizer proved every
 // generation gone), nothing serves the host and it is given back here.
 type ClaimReconciler struct {
+	// Client reads claims and, first, their holders from the cache.
 	Client client.Client
-	// Reader reads the holder from the API server: a cache behind an
-	// Instance just made must not make it look gone.
+	// Reader reads a holder the cache does not show from the API server:
+	// a cache behind an Instance just made must not make it look gone.
 	Reader client.Reader
 }
 
@@ -36,13 +37,9 @@ func (r *ClaimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	if err := r.Client.Get(ctx, req.NamespacedName, claim); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	holder := &v1.Instance{}
-	err := r.Reader.Get(ctx, client.ObjectKey{Namespace: claim.Spec.Namespace, Name: claim.Spec.Name}, holder)
-	switch {
-	case err == nil && holder.UID == claim.Spec.UID:
-		return ctrl.Result{}, nil
-	case err != nil && !apierrors.IsNotFound(err):
-		return ctrl.Result{}, fmt.Errorf("read the holder of host %s: %w", claim.Name, err)
+	gone, err := r.holderGone(ctx, claim)
+	if err != nil || !gone {
+		return ctrl.Result{}, err
 	}
 	if err := r.Client.Delete(ctx, claim, client.Preconditions{UID: &claim.UID}); client.IgnoreNotFound(err) != nil {
 		return ctrl.Result{}, fmt.Errorf("release host %s: %w", claim.Name, err)
@@ -50,6 +47,28 @@ func (r *ClaimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	ctrl.LoggerFrom(ctx).Info("host released: its holder is gone", "host", claim.Name,
 		"holderNamespace", claim.Spec.Namespace, "holderName", claim.Spec.Name, "node", claim.Spec.NodeName)
 	return ctrl.Result{}, nil
+}
+
+// holderGone: claim's holder is deleted, or re-created with another UID.
+// A holder the cache shows is taken as there without asking the API
+// server (every claim made in a mass create would cost a read): if it
+// has gone since, its deletion's event brings the claim back here. Only
+// a holder the cache does not show is read from the API server before
+// its claim is released.
+func (r *ClaimReconciler) holderGone(ctx context.Context, claim *v1.HostClaim) (bool, error) {
+	key := client.ObjectKey{Namespace: claim.Spec.Namespace, Name: claim.Spec.Name}
+	holder := &v1.Instance{}
+	if err := r.Client.Get(ctx, key, holder); err == nil && holder.UID == claim.Spec.UID {
+		return false, nil
+	}
+	err := r.Reader.Get(ctx, key, holder)
+	switch {
+	case err == nil:
+		return holder.UID != claim.Spec.UID, nil
+	case apierrors.IsNotFound(err):
+		return true, nil
+	}
+	return false, fmt.Errorf("read the holder of host %s: %w", claim.Name, err)
 }
 
 // SetupWithManager watches HostClaims; a holder's deletion reaches its

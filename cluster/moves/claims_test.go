@@ -2,14 +2,21 @@ package moves
 
 import (
 	"context"
+	"errors"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	crfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
+	"github.com/unitlet/unitlet/internal/scheme"
 	"github.com/unitlet/unitlet/internal/testkit/testenv"
 )
 
@@ -56,3 +63,66 @@ func TestClaimReleasedOnceHolderGone(t *testing.T) {
 }
 
 func tierQty(s string) resource.Quantity { return resource.MustParse(s) }
+
+// TestClaimHolderRead: a holder the cache shows keeps its claim with no
+// read of the API server; one it does not show is read there before
+// the claim is released.
+func TestClaimHolderRead(t *testing.T) {
+	const uid, oldUID = types.UID("u-2"), types.UID("u-1")
+	holder := func(id types.UID) *v1.Instance {
+		return &v1.Instance{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: id}}
+	}
+	tests := map[string]struct {
+		cached, stored *v1.Instance // nil: absent
+		apiErr         error
+		wantReleased   bool
+		wantAPIReads   int
+		wantErr        bool
+	}{
+		"the cache shows it":                     {cached: holder(uid), stored: holder(uid), wantAPIReads: 0},
+		"the cache is behind a holder just made": {stored: holder(uid), wantAPIReads: 1},
+		"the cache shows an older holder; the API server a newer one": {
+			cached: holder(oldUID), stored: holder(uid), wantAPIReads: 1},
+		"re-created with another UID":   {cached: holder(oldUID), stored: holder(oldUID), wantReleased: true, wantAPIReads: 1},
+		"deleted":                       {wantReleased: true, wantAPIReads: 1},
+		"the API server cannot be read": {apiErr: errors.New("unavailable"), wantAPIReads: 1, wantErr: true},
+		"the cache still shows a holder deleted since: kept until its deletion's event": {cached: holder(uid), wantAPIReads: 0},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			claim := &v1.HostClaim{ObjectMeta: metav1.ObjectMeta{Name: "web.example.com", UID: "claim-1"},
+				Spec: v1.HostClaimSpec{Namespace: "shop", Name: "web", UID: uid, NodeName: "node-a"}}
+			cache := []client.Object{claim}
+			if tc.cached != nil {
+				cache = append(cache, tc.cached)
+			}
+			k8s := crfake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(cache...).Build()
+			var stored []client.Object
+			if tc.stored != nil {
+				stored = append(stored, tc.stored)
+			}
+			reads := 0
+			api := crfake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(stored...).WithInterceptorFuncs(interceptor.Funcs{
+				Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+					reads++
+					if tc.apiErr != nil {
+						return tc.apiErr
+					}
+					return c.Get(ctx, key, obj, opts...)
+				},
+			}).Build()
+			r := &ClaimReconciler{Client: k8s, Reader: api}
+			_, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(claim)})
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err %v, want error %v", err, tc.wantErr)
+			}
+			released := apierrors.IsNotFound(k8s.Get(context.Background(), client.ObjectKeyFromObject(claim), &v1.HostClaim{}))
+			if diff := cmp.Diff(tc.wantReleased, released); diff != "" {
+				t.Errorf("released (-want,+got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantAPIReads, reads); diff != "" {
+				t.Errorf("reads of the API server (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
