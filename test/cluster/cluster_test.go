@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -185,7 +186,9 @@ req = urllib.request.Request("https://%s:10261/metrics")
 if %q: req.add_header("Authorization", "Bearer " + %q)
 try:
     r = urllib.request.urlopen(req, context=ssl._create_unverified_context(), timeout=10)
-    print(r.status, b"unitlet_agent_mode" in r.read())
+    body = r.read().decode()
+    limit = [int(float(l.split()[1])) for l in body.splitlines() if l.startswith("go_gc_gomemlimit_bytes ")]
+    print(r.status, "unitlet_agent_mode" in body, limit)
 except urllib.error.HTTPError as e:
     print(e.code)
 EOF`, ip, token, token))
@@ -193,7 +196,15 @@ EOF`, ip, token, token))
 	tokenOf := func(sa string) string {
 		return strings.TrimSpace(kubectl(t, "create", "token", "-n", "unitlet-system", sa))
 	}
-	for who, want := range map[string]string{"no token": "401", "stranger": "403", "scraper": "200 True"} {
+	// The Go runtime's soft limit is the container's memory limit (the
+	// DaemonSet's GOMEMLIMIT, from the downward API).
+	limit, err := resource.ParseQuantity(strings.TrimSpace(kubectl(t, "get", "ds", "-n", "unitlet-system", "unitlet-agent",
+		"-o", `jsonpath={.spec.template.spec.containers[?(@.name=="agent")].resources.limits.memory}`)))
+	if err != nil {
+		t.Fatalf("the agent's memory limit: %v", err)
+	}
+	scraped := fmt.Sprintf("200 True [%d]", limit.Value())
+	for who, want := range map[string]string{"no token": "401", "stranger": "403", "scraper": scraped} {
 		token := ""
 		if who != "no token" {
 			token = tokenOf(who)
