@@ -13,12 +13,12 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/unitlet/unitlet/agent/metricsauth"
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
+	"github.com/unitlet/unitlet/controllers"
 	"github.com/unitlet/unitlet/internal/lazylog"
 	"github.com/unitlet/unitlet/internal/scheme"
 	"github.com/unitlet/unitlet/internal/version"
@@ -61,9 +61,9 @@ func run(ctx context.Context, opts Options, log logr.Logger, j joining) error {
 	if err := waitForAPI(ctx, cfg, opts.ProbeAddr, log); err != nil {
 		return fmt.Errorf("API server: %w", err)
 	}
-	// The agent's cache holds only this node's Instances and Generations,
-	// so the API server's watch, not the agent, bears the cluster's size.
-	onNode := fields.OneTermEqualSelector(v1.FieldNodeName, opts.NodeName)
+	byObject := controllers.NodeCache(opts.NodeName)
+	// Its own Enrollment only, which the RBAC and policy allow.
+	byObject[&v1.Enrollment{}] = cache.ByObject{Field: fields.OneTermEqualSelector("metadata.name", opts.NodeName)}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: scheme.New(),
 		// The probes are served by setupEnrollment's probeServer, which
@@ -77,12 +77,8 @@ func run(ctx context.Context, opts Options, log logr.Logger, j joining) error {
 			// nothing here reads them; an update without them keeps the
 			// server's.
 			DefaultTransform: cache.TransformStripManagedFields(),
-			ByObject: map[client.Object]cache.ByObject{
-				&v1.Instance{}:   {Field: onNode},
-				&v1.Generation{}: {Field: onNode},
-				// Its own Enrollment only, which the RBAC and policy allow.
-				&v1.Enrollment{}: {Field: fields.OneTermEqualSelector("metadata.name", opts.NodeName)},
-			}},
+			ByObject:         byObject,
+		},
 	})
 	if err != nil {
 		return fmt.Errorf("manager: %w", err)

@@ -7,13 +7,17 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
+	"github.com/unitlet/unitlet/internal/scheme"
 	"github.com/unitlet/unitlet/internal/testkit/testutil"
 )
 
@@ -206,5 +210,74 @@ func TestStaleClaimIsTakenOverOnItsNode(t *testing.T) {
 				t.Fatalf("another node's claim was touched: it names %q", got)
 			}
 		})
+	}
+}
+
+// An Instance moved here keeps the claim it made on its former node, which
+// this node's cache does not hold until the cluster side moves it here
+// (none runs in this suite): the claim is found through the API server,
+// and the Instance serves its host with no claim of this node made for it.
+func TestMovedInstanceFindsItsClaim(t *testing.T) {
+	const from, host = "node-moved-from", "moved-here.example.com"
+	r := racer{ns: "default", name: "moved-here"}
+	create(t, instance(r.name, func(i *v1.Instance) {
+		i.Spec.Host, i.Spec.NodeName, i.Spec.Placement = host, from, &v1.Placement{Moves: v1.MovesAllowed}
+	}))
+	t.Cleanup(func() { deleteRacers(t, []racer{r}) })
+	inst := getRacer(t, r)
+	claim := claimOf(host, r.ns, r.name, inst.UID, from)
+	claim.Labels = map[string]string{v1.LabelHolderUID: string(inst.UID)}
+	if err := k8s.Create(context.Background(), claim); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), claim) })
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur := getRacer(t, r)
+		cur.Spec.NodeName = testNode
+		return k8s.Update(context.Background(), cur)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitInstance(t, r.name, v1.ConditionReady, "True/Reconciled")
+	got := &v1.HostClaim{}
+	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(claim), got); err != nil {
+		t.Fatal(err)
+	}
+	if got.UID != claim.UID || got.Spec != claim.Spec {
+		t.Errorf("the moved Instance's claim was replaced: %+v, want %+v", got.Spec, claim.Spec)
+	}
+}
+
+// The node's cache holds only the node's claims: another node's are
+// neither cached nor watched (the cluster's size is the API server's).
+func TestNodeCacheHoldsOnlyItsClaims(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	mine, theirs := claimOf("cache-mine.example.com", "default", "a", "u-a", testNode), claimOf("cache-theirs.example.com", "default", "b", "u-b", "node-cache-other")
+	for _, c := range []*v1.HostClaim{mine, theirs} {
+		create(t, c)
+		t.Cleanup(func() { _ = k8s.Delete(context.Background(), c) })
+	}
+	c, err := cache.New(env.Config, cache.Options{Scheme: scheme.New(), ByObject: NodeCache(testNode)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = c.Start(ctx) }()
+	if !c.WaitForCacheSync(ctx) {
+		t.Fatal("the cache did not sync")
+	}
+	var list v1.HostClaimList
+	if err := c.List(ctx, &list); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, cl := range list.Items {
+		if strings.HasPrefix(cl.Name, "cache-") {
+			got = append(got, cl.Name)
+		}
+	}
+	if diff := cmp.Diff([]string{mine.Name}, got); diff != "" {
+		t.Errorf("claims in the node's cache (-want,+got):\n%s", diff)
 	}
 }

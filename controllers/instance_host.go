@@ -13,7 +13,8 @@ import (
 )
 
 // hostRecheck is how often an Instance whose host another one holds looks
-// again; a claim's deletion wakes it sooner (the HostClaim watch).
+// again; the deletion of a claim of its node wakes it sooner (the
+// HostClaim watch sees only this node's claims).
 const hostRecheck = 30 * time.Second
 
 // claimState is who holds an Instance's spec.host, as decideClaim reads it.
@@ -110,7 +111,10 @@ func (r *InstanceReconciler) claimState(ctx context.Context, inst *v1.Instance, 
 // createClaim creates inst's claim of its host. The API server refuses a
 // second one (AlreadyExists): the claim is then read from the API server,
 // which says whether it is inst's own (a cache behind a claim made
-// earlier) or another's.
+// earlier, or one made on another node before a move that the cluster
+// side has not yet moved here) or another's. The cache holds only this
+// node's claims (NodeCache), so a host held on another node is found
+// here, once per hostRecheck while the Instance waits.
 func (r *InstanceReconciler) createClaim(ctx context.Context, inst *v1.Instance) (claimState, error) {
 	claim := &v1.HostClaim{}
 	claim.Name = inst.Spec.Host

@@ -86,8 +86,9 @@ func instanceHost(o client.Object) []string {
 	return nil
 }
 
-// claimants are the node's Instances that name claim's host: a claim
-// deleted wakes those waiting for it.
+// claimants are the node's Instances that name claim's host: a claim of
+// this node deleted wakes those waiting for it (one of another node is
+// looked at again every hostRecheck).
 func (r *InstanceReconciler) claimants(ctx context.Context, claim client.Object) []reconcile.Request {
 	return r.onHost(ctx, claim.GetName())
 }

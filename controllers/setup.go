@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
@@ -41,6 +44,21 @@ type Hosting struct {
 	// Boot is the node's boot record, checked once at adoption (nil:
 	// none kept, so no reboot is ever told).
 	Boot *boot.Record
+}
+
+// NodeCache is what a node's cache holds of each kind the reconcilers
+// watch: only that node's Instances, Generations and HostClaims, so the
+// API server's watch, not the agent, bears the cluster's size. A claim
+// of another node is read from the API server when an Instance of this
+// node asks for its host (see createClaim); a moved holder's claim
+// follows it here (cluster/moves).
+func NodeCache(nodeName string) map[client.Object]cache.ByObject {
+	onNode := fields.OneTermEqualSelector(v1.FieldNodeName, nodeName)
+	return map[client.Object]cache.ByObject{
+		&v1.Instance{}:   {Field: onNode},
+		&v1.Generation{}: {Field: onNode},
+		&v1.HostClaim{}:  {Field: onNode},
+	}
 }
 
 // Backoff is a delay that starts at Initial and doubles up to Max.

@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -89,15 +88,12 @@ func startAgent(ctx context.Context, name string, rt nodeRuntime) error {
 // channel closes once the agent stopped. mods change the manager's
 // options (a test's client between the agent and the API server).
 func startAgentBoot(ctx context.Context, name string, rt nodeRuntime, rec *boot.Record, mods ...func(*ctrl.Options)) (<-chan struct{}, error) {
-	onNode := fields.OneTermEqualSelector(v1.FieldNodeName, name)
 	opts := ctrl.Options{
 		Scheme:  scheme.New(),
 		Metrics: metricsserver.Options{BindAddress: "0"},
 		// A test may run a second agent (another node) in this process.
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&v1.Instance{}: {Field: onNode}, &v1.Generation{}: {Field: onNode},
-		}},
+		Cache:      cache.Options{ByObject: NodeCache(name)},
 	}
 	for _, m := range mods {
 		m(&opts)

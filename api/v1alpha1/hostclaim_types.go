@@ -5,29 +5,34 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// HostClaimSpec names the Instance that holds a host. It never changes:
-// a claim passes to another holder only by being deleted (with a
-// precondition on its UID) and created anew.
-// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="a HostClaim's holder is immutable: delete the claim to release the host"
+// HostClaimSpec names the Instance that holds a host. Its holder never
+// changes: a claim passes to another holder only by being deleted (with a
+// precondition on its UID) and created anew. Its node follows the
+// holder's moves (the cluster side), so an agent needs to watch only its
+// own node's claims.
 type HostClaimSpec struct {
 	// Namespace is the holding Instance's namespace.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="a HostClaim's holder is immutable: delete the claim to release the host"
 	Namespace string `json:"namespace"`
 
 	// Name is the holding Instance's name.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="a HostClaim's holder is immutable: delete the claim to release the host"
 	Name string `json:"name"`
 
 	// UID is the holding Instance's UID: an Instance re-created under the
 	// same name is another holder.
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="a HostClaim's holder is immutable: delete the claim to release the host"
 	UID types.UID `json:"uid"`
 
 	// NodeName is the holding Instance's node: only that node's agent may
-	// create or delete the claim (config/policy).
+	// create or delete the claim (config/policy). When the holder moves,
+	// the cluster side sets it to the holder's new node.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	NodeName string `json:"nodeName"`

@@ -229,7 +229,8 @@ func TestInstanceNodeNameTransitions(t *testing.T) {
 }
 
 // TestHostClaimHolderImmutable: a claim passes to another holder only by
-// being deleted and created anew, never by an update.
+// being deleted and created anew, never by an update; its node follows
+// the holder's moves (cluster/moves), so an update may change it.
 func TestHostClaimHolderImmutable(t *testing.T) {
 	c := &v1.HostClaim{ObjectMeta: metav1.ObjectMeta{Name: "claimed.example.com"},
 		Spec: v1.HostClaimSpec{Namespace: "default", Name: "holder", UID: "u-holder", NodeName: "node-a"}}
@@ -237,20 +238,24 @@ func TestHostClaimHolderImmutable(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = k8s.Delete(context.Background(), c) })
-	for name, mutate := range map[string]func(*v1.HostClaimSpec){
-		"namespace": func(s *v1.HostClaimSpec) { s.Namespace = "other" },
-		"uid":       func(s *v1.HostClaimSpec) { s.UID = "u-other" },
-		"node":      func(s *v1.HostClaimSpec) { s.NodeName = "node-b" },
+	for name, tc := range map[string]struct {
+		mutate  func(*v1.HostClaimSpec)
+		refused bool
+	}{
+		"namespace": {mutate: func(s *v1.HostClaimSpec) { s.Namespace = "other" }, refused: true},
+		"name":      {mutate: func(s *v1.HostClaimSpec) { s.Name = "other" }, refused: true},
+		"uid":       {mutate: func(s *v1.HostClaimSpec) { s.UID = "u-other" }, refused: true},
+		"node":      {mutate: func(s *v1.HostClaimSpec) { s.NodeName = "node-b" }},
 	} {
 		t.Run(name, func(t *testing.T) {
 			cur := &v1.HostClaim{}
 			if err := k8s.Get(ctx(t), client.ObjectKeyFromObject(c), cur); err != nil {
 				t.Fatal(err)
 			}
-			mutate(&cur.Spec)
+			tc.mutate(&cur.Spec)
 			err := k8s.Update(ctx(t), cur)
-			if err == nil || !strings.Contains(err.Error(), "a HostClaim's holder is immutable") {
-				t.Fatalf("got %v, want refusal", err)
+			if refused := err != nil && strings.Contains(err.Error(), "a HostClaim's holder is immutable"); refused != tc.refused || (err != nil && !refused) {
+				t.Fatalf("got %v, want refused %v", err, tc.refused)
 			}
 		})
 	}

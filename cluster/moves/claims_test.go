@@ -20,10 +20,10 @@ import (
 	"github.com/unitlet/unitlet/internal/testkit/testenv"
 )
 
-// TestClaimReleasedOnceHolderGone: a claim made from a node the Instance
-// left stays while the Instance lives, and is given back once it is gone
-// (no agent may release another node's claim).
-func TestClaimReleasedOnceHolderGone(t *testing.T) {
+// TestClaimFollowsItsHolder: a claim made from a node the Instance left
+// follows it to its new node while the Instance lives (that node's agent
+// watches only its own claims), and is given back once it is gone.
+func TestClaimFollowsItsHolder(t *testing.T) {
 	env, err := testenv.Start()
 	if err != nil {
 		t.Fatal(err)
@@ -48,8 +48,14 @@ func TestClaimReleasedOnceHolderGone(t *testing.T) {
 	if _, err := r.Reconcile(ctx, req); err != nil {
 		t.Fatal(err)
 	}
-	if err := k8s.Get(ctx, req.NamespacedName, &v1.HostClaim{}); err != nil {
+	got := &v1.HostClaim{}
+	if err := k8s.Get(ctx, req.NamespacedName, got); err != nil {
 		t.Fatalf("the claim of a live holder was released: %v", err)
+	}
+	want := claim.Spec
+	want.NodeName = "node-b"
+	if diff := cmp.Diff(want, got.Spec); diff != "" {
+		t.Errorf("the claim after its holder moved (-want,+got):\n%s", diff)
 	}
 	if err := k8s.Delete(ctx, inst); err != nil {
 		t.Fatal(err)
@@ -59,6 +65,33 @@ func TestClaimReleasedOnceHolderGone(t *testing.T) {
 	}
 	if err := k8s.Get(ctx, req.NamespacedName, &v1.HostClaim{}); err == nil {
 		t.Fatal("the claim of a gone holder is still held")
+	}
+}
+
+// TestDecideClaim: a claim follows a live holder's node, stays while the
+// holder is unplaced, and goes with its holder.
+func TestDecideClaim(t *testing.T) {
+	claim := &v1.HostClaim{Spec: v1.HostClaimSpec{Namespace: "shop", Name: "web", UID: "u-1", NodeName: "node-a"}}
+	holder := func(uid types.UID, node string) *v1.Instance {
+		return &v1.Instance{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: uid}, Spec: v1.InstanceSpec{NodeName: node}}
+	}
+	tests := map[string]struct {
+		holder *v1.Instance
+		want   ClaimAction
+	}{
+		"on the claim's node":         {holder: holder("u-1", "node-a"), want: ClaimKeep},
+		"moved":                       {holder: holder("u-1", "node-b"), want: ClaimFollow},
+		"not placed":                  {holder: holder("u-1", ""), want: ClaimKeep},
+		"gone":                        {want: ClaimRelease},
+		"re-created with another UID": {holder: holder("u-2", "node-a"), want: ClaimRelease},
+		"re-created on another node":  {holder: holder("u-2", "node-b"), want: ClaimRelease},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, DecideClaim(claim, tc.holder)); diff != "" {
+				t.Errorf("(-want,+got):\n%s", diff)
+			}
+		})
 	}
 }
 

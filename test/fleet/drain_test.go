@@ -71,6 +71,7 @@ func (f *fleet) drain(t *testing.T) {
 		}
 	}
 	t.Logf("%d movable Instances moved off %s; %d requests through the router during the drain, %d failed", len(allowed), nodeA, total, failed)
+	claimsFollow(t, allowed)
 	for _, n := range never {
 		if inst := getInstance(t, n); inst.Status.NodeName != nodeA {
 			t.Errorf("%s (moves Never) left %s for %s", n, nodeA, inst.Status.NodeName)

@@ -230,6 +230,7 @@ func (f *fleet) lose(t *testing.T) {
 	})
 	t.Logf("the Lease ran out %s after the kill; its movable Instances served elsewhere %s after that",
 		expiry.Sub(killed).Round(time.Second), time.Since(expiry).Round(time.Second))
+	claimsFollow(t, allowed)
 	for _, n := range never {
 		inst := getInstance(t, n)
 		c := meta.FindStatusCondition(inst.Status.Conditions, v1.ConditionReady)

@@ -135,3 +135,23 @@ func oldGenerationsGone(t testing.TB, inst, node string) (bool, string) {
 	}
 	return true, ""
 }
+
+// claimsFollow waits until the host claim of every Instance named is on
+// its node: a moved Instance's agent watches only its own node's claims,
+// so the cluster side moves the claim after its holder.
+func claimsFollow(t *testing.T, names []string) {
+	t.Helper()
+	testutil.Eventually(t, fmt.Sprintf("the host claims of %d moved Instances on their new nodes", len(names)), time.Minute, 500*time.Millisecond, func() (bool, string) {
+		for _, n := range names {
+			inst := getInstance(t, n)
+			claim := &v1.HostClaim{}
+			if err := k8s.Get(context.Background(), client.ObjectKey{Name: inst.Spec.Host}, claim); err != nil {
+				return false, n + ": " + err.Error()
+			}
+			if claim.Spec.UID != inst.UID || claim.Spec.NodeName != inst.Spec.NodeName {
+				return false, fmt.Sprintf("%s on %s: its claim names %s/%s on %s", n, inst.Spec.NodeName, claim.Spec.Namespace, claim.Spec.Name, claim.Spec.NodeName)
+			}
+		}
+		return true, ""
+	})
+}
