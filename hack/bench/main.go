@@ -54,6 +54,8 @@ type options struct {
 	// phaseLimit bounds one phase: one that does not finish is reported
 	// with what it reached.
 	phaseLimit time.Duration
+	// foreignClaims: HostClaims of other nodes made before the phases.
+	foreignClaims int
 }
 
 func main() {
@@ -79,6 +81,7 @@ func main() {
 	flag.BoolVar(&o.raw, "raw", true, "measure the raw baselines (fork/exec, systemd) too")
 	flag.DurationVar(&o.phaseLimit, "phase-limit", 10*time.Minute, "how long one phase may take")
 	flag.IntVar(&o.qps, "agent-qps", 0, "the agent's --kube-api-qps (0: its default)")
+	flag.IntVar(&o.foreignClaims, "foreign-claims", 0, "HostClaims held on other nodes made before the phases (the agent's memory beside a larger cluster)")
 	flag.StringVar(&o.profileDir, "profile", "", "a directory for the agent's pprof profiles (none if empty)")
 	flag.Parse()
 	o.agentArgs = strings.Fields(*agentArgs)
@@ -123,6 +126,12 @@ func run(ctx context.Context, o options) (*results, error) {
 	}
 	defer h.close()
 	res := &results{N: o.n, Batch: o.batch, Date: time.Now().UTC().Format(time.RFC3339)}
+	if o.foreignClaims > 0 {
+		fmt.Printf("bench: %d foreign claims ...\n", o.foreignClaims)
+		if res.Foreign, err = foreignClaims(ctx, h, o.foreignClaims); err != nil {
+			return res, fmt.Errorf("foreign claims: %w", err)
+		}
+	}
 	phases := []struct {
 		name string
 		f    func(context.Context, *harness, *results) error

@@ -89,6 +89,8 @@ type results struct {
 	// Floor is the API floor (floor.go); Reads another client's reads
 	// at rest and during the create (apf.go).
 	Floor *floorFigures `json:"floor,omitempty"`
+	// Foreign: the agent's memory around other nodes' claims.
+	Foreign *foreignFigures `json:"foreign,omitempty"`
 	// Reboot: the node rebooted under N Instances (reboot.go).
 	Reboot *rebootFigures `json:"reboot,omitempty"`
 	Reads  reads          `json:"reads"`
@@ -151,6 +153,10 @@ func (r *results) table() string {
 	row("idle agent: CPU s/min", fmt.Sprintf("%.2f", r.IdleCPUPerMin), "≤ 0.5")
 	row("agent peak RSS", fmt.Sprintf("%.0f MiB", float64(max(r.Create.AgentPeakRSS, r.Swap.AgentPeakRSS, r.Delete.AgentPeakRSS))/(1<<20)), "≤ 64 MiB")
 	row("agent after create: heap, stacks, goroutines", fmt.Sprintf("%.0f MiB, %.0f MiB, %.0f", r.AgentHeapMiB, r.AgentStackMiB, r.AgentGoroutines), "")
+	if f := r.Foreign; f != nil {
+		row(fmt.Sprintf("%d other nodes' claims: agent live heap", f.Claims), fmt.Sprintf("%.1f → %.1f MiB", f.HeapBeforeMiB, f.HeapAfterMiB), "unchanged")
+		row(fmt.Sprintf("%d other nodes' claims: agent RSS anon", f.Claims), fmt.Sprintf("%.1f → %.1f MiB", f.RSSAnonBeforeMiB, f.RSSAnonAfterMiB), "unchanged")
+	}
 	row("agent after create: RSS anon, file; threads", fmt.Sprintf("%.0f MiB, %.0f MiB; %d", r.AgentRSSAnonMiB, r.AgentRSSFileMiB, r.AgentThreads), "")
 	row("platform memory per Instance (PSS)", fmt.Sprintf("%.2f MiB (app: %.2f)", r.PlatformMiBPerInstance, r.AppMiBPerInstance), "≤ 1 MiB")
 	row("agent's start, mean (its own metric)", fmt.Sprintf("%.1f ms", r.AgentStartMean*1000), "")
