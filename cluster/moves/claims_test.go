@@ -43,7 +43,17 @@ func TestClaimFollowsItsHolder(t *testing.T) {
 	if err := k8s.Create(ctx, claim); err != nil {
 		t.Fatal(err)
 	}
-	r := &ClaimReconciler{Client: k8s, Reader: k8s}
+	// The reconciler acts as the cluster side's account: its role
+	// (config/nodewatch) must let it move and release claims.
+	cfg, err := env.AsClusterSide(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	side, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &ClaimReconciler{Client: side, Reader: side}
 	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(claim)}
 	if _, err := r.Reconcile(ctx, req); err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
 	"github.com/unitlet/unitlet/internal/scheme"
+	"github.com/unitlet/unitlet/internal/testkit/testenv"
 	"github.com/unitlet/unitlet/internal/testkit/testutil"
 )
 
@@ -28,7 +29,7 @@ func TestOnlyPlacementBinds(t *testing.T) {
 	create(t, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role.Name},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, Name: "alice"}}})
-	objs, err := decodeFile("config/policy/placement_binding.yaml")
+	objs, err := testenv.DecodeFile("config/policy/placement_binding.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +110,7 @@ func TestOnlyAdministratorsRotateKeys(t *testing.T) {
 	} {
 		create(t, o)
 	}
-	objs, err := decodeFile("config/policy/key_rotation.yaml")
+	objs, err := testenv.DecodeFile("config/policy/key_rotation.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

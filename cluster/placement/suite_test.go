@@ -1,24 +1,17 @@
 package placement
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -38,7 +31,7 @@ var (
 const (
 	leaseNS = "unitlet-system"
 	// clusterSA is the cluster side's service account (config/nodewatch).
-	clusterSA = "system:serviceaccount:unitlet-system:unitlet-nodewatch"
+	clusterSA = testenv.ClusterSideUser
 )
 
 // impersonating is env's config acting as user in groups.
@@ -61,12 +54,11 @@ func TestMain(m *testing.M) {
 	k8s = env.Client
 	ctx, cancel := context.WithCancel(context.Background())
 	code := func() int {
-		if err := installFiles(ctx, "config/default/namespace.yaml", "config/nodewatch/service_account.yaml",
-			"config/nodewatch/role.yaml", "config/nodewatch/role_binding.yaml"); err != nil {
+		cfg, err := env.AsClusterSide(ctx)
+		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
-		cfg := impersonating(clusterSA, "system:serviceaccounts", "system:serviceaccounts:unitlet-system", "system:authenticated")
 		mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme.New(), Metrics: metricsserver.Options{BindAddress: "0"}})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -84,43 +76,6 @@ func TestMain(m *testing.M) {
 	cancel()
 	_ = env.Stop()
 	os.Exit(code)
-}
-
-// installFiles creates the objects of config files as admin.
-func installFiles(ctx context.Context, files ...string) error {
-	for _, f := range files {
-		objs, err := decodeFile(f)
-		if err != nil {
-			return err
-		}
-		for _, u := range objs {
-			if err := k8s.Create(ctx, u); err != nil && !apierrors.IsAlreadyExists(err) {
-				return fmt.Errorf("install %s %s: %w", u.GetKind(), u.GetName(), err)
-			}
-		}
-	}
-	return nil
-}
-
-func decodeFile(f string) ([]*unstructured.Unstructured, error) {
-	b, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), f))
-	if err != nil {
-		return nil, err
-	}
-	var out []*unstructured.Unstructured
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); err != nil {
-			if errors.Is(err, io.EOF) {
-				return out, nil
-			}
-			return nil, fmt.Errorf("%s: %w", f, err)
-		}
-		if len(u.Object) > 0 {
-			out = append(out, u)
-		}
-	}
 }
 
 func create(t *testing.T, obj client.Object) {

@@ -58,12 +58,15 @@ func foreignClaims(ctx context.Context, h *harness, n int) (*foreignFigures, err
 }
 
 // liveMemory is the agent's allocated heap just after a collection it is
-// made to run (its pprof heap endpoint with gc=1) and its RssAnon, MiB.
+// made to run (its pprof heap endpoint with gc=1) and its RssAnon, MiB;
+// -1 each when the collection could not be forced.
 func (h *harness) liveMemory() (heap, anon float64) {
-	if resp, err := http.Get("http://" + h.pprof + "/debug/pprof/heap?gc=1"); err == nil {
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
+	resp, err := http.Get("http://" + h.pprof + "/debug/pprof/heap?gc=1")
+	if err != nil {
+		return -1, -1 // no collection forced: no figure rather than a wrong one
 	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
 	live, _ := h.metric("go_memstats_heap_alloc_bytes")
 	return live / (1 << 20), float64(statusKiB(h.agent.Process.Pid, "RssAnon")) / 1024
 }
