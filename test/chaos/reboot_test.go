@@ -63,6 +63,7 @@ func TestReboot(t *testing.T) {
 	setBootID(t, bootFile, bootAfter)
 	a.Start(t)
 	a.WaitReady(t, 60*time.Second)
+	waitReportedAnew(t, old)
 	m.waitSettled(t)
 	checkSettled(t, a, m)
 	checkRebooted(t, a, old)
@@ -134,6 +135,30 @@ func dataOwner(t *testing.T, a *agentproc.Agent, name string) uint32 {
 		t.Fatalf("%s data dir: %v", name, err)
 	}
 	return st.Uid
+}
+
+// waitReportedAnew waits until every Instance's status names a generation
+// the new boot made. The new agent serves first and reports after, so
+// until then the API still holds the old boot's status (Ready, its old
+// generation active), which would settle the model against the old boot.
+// Never getting there is a lie: the status keeps naming a dead process.
+func waitReportedAnew(t *testing.T, old bootSnapshot) {
+	t.Helper()
+	deadline := time.Now().Add(settleLimit)
+	for name, s := range old {
+		tally.checked(1)
+		for {
+			active := kube.Instance(t, name).Status.ActiveGeneration
+			if active > s.newest {
+				break
+			}
+			if time.Now().After(deadline) {
+				tally.broke(t, lie, "%s still reads generation %d active %s after the reboot; the old boot had made up to %d", name, active, settleLimit, s.newest)
+				break
+			}
+			time.Sleep(pollEvery)
+		}
+	}
 }
 
 // checkRebooted holds what the new boot shows against the old boot's.
