@@ -21,10 +21,13 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/unitlet/unitlet/internal/testkit/keyminter"
 	"github.com/unitlet/unitlet/internal/testkit/testenv"
@@ -58,6 +61,10 @@ const (
 func TestMain(m *testing.M) { os.Exit(run(m)) }
 
 func run(m *testing.M) int {
+	// The in-process key minter's informers log through controller-runtime's
+	// global logger: errors only, instead of its "SetLogger was never
+	// called" stack in the report's output.
+	ctrllog.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
 	if _, err := testutil.Preflight("chaos", "the agents create cgroups"); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
