@@ -19,6 +19,7 @@ import (
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
 	"github.com/unitlet/unitlet/internal/testkit/cluster"
 	"github.com/unitlet/unitlet/internal/testkit/testutil"
+	"github.com/unitlet/unitlet/internal/testkit/tinyapp"
 )
 
 // massSize is how many Instances the mass swap updates at once.
@@ -82,14 +83,19 @@ func massRollout(t *testing.T) {
 		sockets[n] = kube.Instance(t, name).Status.Socket
 	}
 	c.VM.FrontAll(t, sockets, "unitlet", frontPort)
-	// Paced: back to back, 8 clients take every cycle the two emulated
-	// CPUs have (~26 answers a second), and 20 new generations' Python
-	// then take minutes to open their sockets. About 10 a second is load
-	// on every swap without starving it.
+	// Paced: back to back, 8 clients through QEMU's network and the
+	// guest's nginx take every cycle the two emulated CPUs have, and the
+	// swaps starve. About 10 a second is load on every swap without
+	// starving it.
 	load := startWindowLoad(t, 8, 800*time.Millisecond)
 	load.open()
 	for _, name := range names {
-		kube.UpdateInstance(t, name, time.Minute, func(i *v1.Instance) { i.Spec.Template.Env[0].Value = i.Name + "-v2" })
+		kube.UpdateInstance(t, name, time.Minute, func(i *v1.Instance) {
+			tinyapp.Serves(i.Name+"-v2", massDrain)(i)
+			// The tiny app starts at once: a slow start keeps every swap
+			// in progress while the agent pod is replaced.
+			i.Spec.Template.Env = append(i.Spec.Template.Env, v1.EnvVar{Name: "START_DELAY_SECONDS", Value: "30"})
+		})
 	}
 	eventually(t, "a generation 2 made", time.Minute, func() (bool, string) {
 		g := &v1.Generation{}
@@ -112,16 +118,21 @@ func massRollout(t *testing.T) {
 	leftOnNode(t, names[0])
 }
 
-// massInstance is a tiny Overlap Instance that drains on SIGTERM (the
-// Overlap sample's app), its name in its answers.
+// massDrain is how long a mass Instance's old generation keeps serving
+// after its SIGTERM (the Overlap sample's drain).
+const massDrain = 3
+
+// massInstance is a tiny Overlap Instance that drains on SIGTERM, its
+// name in its answers: the tiny static app, so twenty start at once in
+// seconds where the sample's interpreter took minutes.
 func massInstance(t testing.TB, name string) *v1.Instance {
 	i := testutil.Sample(t, "hosting_v1alpha1_instance_overlap.yaml", cluster.NodeName)
 	i.Name, i.Spec.Host, i.Labels = name, name+".example.com", map[string]string{massLabel: "true"}
-	i.Spec.Template.Env = []v1.EnvVar{{Name: "GREETING_HOST", Value: name}}
+	tinyapp.Serves(name, massDrain)(i)
 	i.Spec.Template.Tier = v1.Tier{Memory: resource.MustParse("48Mi"), CPU: resource.MustParse("250m"), Pids: 64}
-	// Twenty Python starts at once on two emulated CPUs take minutes; a
-	// generation given up as not ready is replaced by the next number,
-	// which this step would misread as a swap that did not happen.
+	// A generation given up as not ready is replaced by the next number,
+	// which this step would misread as a swap that did not happen: room
+	// for generation 2's slow start on two emulated CPUs.
 	i.Spec.Template.Readiness.TimeoutSeconds = 240
 	i.Spec.Overlap = &v1.Overlap{Memory: ptr.To(resource.MustParse("96Mi"))}
 	return i

@@ -20,6 +20,7 @@ import (
 	"github.com/unitlet/unitlet/internal/testkit/release"
 	"github.com/unitlet/unitlet/internal/testkit/testenv"
 	"github.com/unitlet/unitlet/internal/testkit/testutil"
+	"github.com/unitlet/unitlet/internal/testkit/tinyapp"
 )
 
 // frontPort is nginx's port in the guest.
@@ -64,6 +65,9 @@ func run(m *testing.M) int {
 		return fail(err)
 	}
 	defer c.Stop()
+	if err := tinyapp.Install(ctx, c.VM); err != nil {
+		return fail(err)
+	}
 	fmt.Printf("test/cluster: control plane, node VM (booted in %s) and kubelet Ready in %s\n",
 		c.VM.Booted.Round(100*time.Millisecond), time.Since(started).Round(time.Second))
 	k8s = c.Client

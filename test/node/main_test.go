@@ -26,6 +26,7 @@ import (
 	"github.com/unitlet/unitlet/internal/testkit/nodevm"
 	"github.com/unitlet/unitlet/internal/testkit/testenv"
 	"github.com/unitlet/unitlet/internal/testkit/testutil"
+	"github.com/unitlet/unitlet/internal/testkit/tinyapp"
 )
 
 // nodeName is the guest's hostname: the DaemonSet passes spec.nodeName,
@@ -92,6 +93,9 @@ func run(m *testing.M) int {
 		return fail(err)
 	}
 	defer vm.Close()
+	if err := tinyapp.Install(ctx, vm); err != nil {
+		return fail(err)
+	}
 	fmt.Printf("test/node: guest booted to ssh in %s\n", vm.Booted.Round(100*time.Millisecond))
 	if err := vm.InstallAgent(ctx, exe, kubeconfig, agent); err != nil {
 		fmt.Fprintln(os.Stderr, vm.ConsoleTail(40))

@@ -14,6 +14,7 @@ import (
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
 	"github.com/unitlet/unitlet/internal/testkit/nodevm"
 	"github.com/unitlet/unitlet/internal/testkit/testutil"
+	"github.com/unitlet/unitlet/internal/testkit/tinyapp"
 )
 
 // fleetSize is how many Instances the node serves when it reboots.
@@ -110,9 +111,10 @@ func fillNode(t *testing.T) []string {
 		small := testutil.Sample(t, "hosting_v1alpha1_instance_replace.yaml", nodeName)
 		small.Name = fmt.Sprintf("reboot-%02d", n)
 		small.Spec.Host = small.Name + ".example.com"
-		// Twenty interpreters starting at once in an emulated guest
-		// take longer than the sample's 30 s, and the step is about the
-		// reboot, not a slow first start.
+		// The tiny static app: the step is about the reboot, and twenty
+		// interpreters starting at once in an emulated guest took
+		// minutes on each side of it.
+		tinyapp.Serves(small.Name, 0)(small)
 		small.Spec.Template.Readiness.TimeoutSeconds = 300
 		news = append(news, small)
 	}
@@ -121,6 +123,7 @@ func fillNode(t *testing.T) []string {
 	}
 	held := testutil.Sample(t, "hosting_v1alpha1_instance_replace.yaml", nodeName)
 	held.Name, held.Spec.Host = rebootHeld, rebootHeld+".example.com"
+	tinyapp.Serves(held.Name, 0)(held)
 	held.Spec.Template.Readiness.TimeoutSeconds = 300
 	for _, i := range append(news, held) {
 		if err := k8s.Create(context.Background(), i); err != nil {

@@ -1,7 +1,9 @@
 // Package tinyapp builds the smallest app an Instance can run (c/app.c): a
 // static, single-threaded HTTP server on $UNITLET_APP_SOCKET that answers
-// "ok". Its own cost is near nothing, so what a start measures is the
-// start: the bench and the systemd batch run it.
+// "ok" (or the samples' greeting, and drains on SIGTERM, when asked). Its
+// own cost is near nothing, so what a start measures is the start: the
+// bench and the systemd batch run it, and the node VM's suites install it
+// in the guest for the steps that start many apps at once.
 package tinyapp
 
 import (
