@@ -130,9 +130,13 @@ func (r *ClaimReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("hostclaims").
 		For(&v1.HostClaim{}).
-		Watches(&v1.Instance{}, held, builder.WithPredicates(predicate.Or[client.Object](watchfilter.OnlyDeletes, nodeChanged))).
+		Watches(&v1.Instance{}, held, builder.WithPredicates(holderEvents)).
 		Complete(r)
 }
+
+// holderEvents are the Instance events a claim acts on: its holder gone
+// (release) or moved (follow).
+var holderEvents = predicate.Or[client.Object](watchfilter.OnlyDeletes, nodeChanged)
 
 // nodeChanged passes an Instance's updates that change its spec.nodeName:
 // a move, which its claims follow.

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
 	"github.com/unitlet/unitlet/internal/scheme"
@@ -165,6 +166,31 @@ func TestClaimHolderRead(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.wantAPIReads, reads); diff != "" {
 				t.Errorf("reads of the API server (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestHolderEvents: a claim hears of its holder's deletion and of its
+// moves, not of its other edits (status writes, template edits).
+func TestHolderEvents(t *testing.T) {
+	on := func(node string) *v1.Instance {
+		return &v1.Instance{ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: "default"}, Spec: v1.InstanceSpec{NodeName: node}}
+	}
+	for name, tc := range map[string]struct {
+		passed func() bool
+		want   bool
+	}{
+		"create":          {func() bool { return holderEvents.Create(event.CreateEvent{Object: on("a")}) }, false},
+		"moved":           {func() bool { return holderEvents.Update(event.UpdateEvent{ObjectOld: on("a"), ObjectNew: on("b")}) }, true},
+		"placed":          {func() bool { return holderEvents.Update(event.UpdateEvent{ObjectOld: on(""), ObjectNew: on("b")}) }, true},
+		"edited, unmoved": {func() bool { return holderEvents.Update(event.UpdateEvent{ObjectOld: on("a"), ObjectNew: on("a")}) }, false},
+		"deleted":         {func() bool { return holderEvents.Delete(event.DeleteEvent{Object: on("a")}) }, true},
+		"generic":         {func() bool { return holderEvents.Generic(event.GenericEvent{Object: on("a")}) }, false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if got := tc.passed(); got != tc.want {
+				t.Errorf("passed = %v, want %v", got, tc.want)
 			}
 		})
 	}
