@@ -67,6 +67,19 @@ func TestApp(t *testing.T) {
 			}
 		})
 	}
+	t.Run("outlives a client that leaves unanswered", func(t *testing.T) {
+		cmd, socket := start(t, bin)
+		for range 20 { // a probe's connect and close, as the socket readiness check does
+			c, err := net.Dial("unix", socket)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = c.Close()
+		}
+		if got, err := get(socket); err != nil || got != "ok\n" {
+			t.Errorf("answer after the probes = %q, %v (process: %v)", got, err, cmd.ProcessState)
+		}
+	})
 	t.Run("serves the socket it was handed", func(t *testing.T) {
 		socket := filepath.Join(t.TempDir(), "handed.sock")
 		l, err := net.Listen("unix", socket)

@@ -76,7 +76,9 @@ int main(void) {
 		if (c < 0)
 			continue;
 		(void)read(c, buf, sizeof buf);
-		(void)write(c, resp, n);
+		/* A client gone before the answer (a probe that only connects)
+		 * must not end the app with SIGPIPE. */
+		(void)send(c, resp, n, MSG_NOSIGNAL);
 		close(c);
 	}
 }
