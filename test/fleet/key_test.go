@@ -97,7 +97,7 @@ func (f *fleet) nextRefused(t *testing.T, name, reason string) int64 {
 	inst := getInstance(t, name)
 	served := inst.Status.ActiveGeneration
 	patch := client.MergeFrom(inst.DeepCopy())
-	inst.Spec.Template.Env = setEnv(inst.Spec.Template.Env, "TRY", reason)
+	inst.Spec.Template.Env = testutil.SetEnv(inst.Spec.Template.Env, "TRY", reason)
 	if err := k8s.Patch(context.Background(), inst, patch); err != nil {
 		t.Fatal(err)
 	}
@@ -166,15 +166,4 @@ func bodyKey(t *testing.T, body string) string {
 func fingerprint(key string) string {
 	sum := sha256.Sum256([]byte(key))
 	return hex.EncodeToString(sum[:])
-}
-
-// setEnv is env with name set to value, in place when it is there.
-func setEnv(env []v1.EnvVar, name, value string) []v1.EnvVar {
-	for i := range env {
-		if env[i].Name == name {
-			env[i].Value = value
-			return env
-		}
-	}
-	return append(env, v1.EnvVar{Name: name, Value: value})
 }

@@ -10,9 +10,7 @@ package keyminter
 import (
 	"context"
 	"fmt"
-	"os"
 
-	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,7 +18,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	clusterkey "github.com/unitlet/unitlet/cluster/instancekey"
@@ -40,11 +37,7 @@ func Start(ctx context.Context, cfg *rest.Config) error { return start(ctx, cfg,
 func StartKeys(ctx context.Context, cfg *rest.Config) error { return start(ctx, cfg, false) }
 
 func start(ctx context.Context, cfg *rest.Config, releaseClaims bool) error {
-	// Its own logger, errors only: without one controller-runtime prints
-	// a stack into the suite's output (SetLogger never called), and the
-	// suite's output is where a failure is read.
-	log := zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel))
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme.New(), Logger: log, Metrics: metricsserver.Options{BindAddress: "0"},
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme.New(), Metrics: metricsserver.Options{BindAddress: "0"},
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			&corev1.Secret{}: {Namespaces: map[string]cache.Config{Namespace: {}}}}}})
 	if err != nil {

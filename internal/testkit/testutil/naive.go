@@ -111,3 +111,14 @@ func NewInstance(name, node string, opts ...func(*v1.Instance)) *v1.Instance {
 	}
 	return i
 }
+
+// SetEnv is env with name set to value, in place when it is there.
+func SetEnv(env []v1.EnvVar, name, value string) []v1.EnvVar {
+	for i := range env {
+		if env[i].Name == name {
+			env[i].Value = value
+			return env
+		}
+	}
+	return append(env, v1.EnvVar{Name: name, Value: value})
+}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	v1 "github.com/unitlet/unitlet/api/v1alpha1"
+	"github.com/unitlet/unitlet/internal/testkit/testutil"
 )
 
 // GuestPath is where Install puts the app on a node: outside the
@@ -49,20 +50,9 @@ func Serves(host string, drainSeconds int) func(*v1.Instance) {
 	return func(i *v1.Instance) {
 		t := &i.Spec.Template
 		t.Command, t.Args = []string{GuestPath}, nil
-		t.Env = setEnv(t.Env, "GREETING_HOST", host)
+		t.Env = testutil.SetEnv(t.Env, "GREETING_HOST", host)
 		if drainSeconds > 0 {
-			t.Env = setEnv(t.Env, "DRAIN_SECONDS", strconv.Itoa(drainSeconds))
+			t.Env = testutil.SetEnv(t.Env, "DRAIN_SECONDS", strconv.Itoa(drainSeconds))
 		}
 	}
-}
-
-// setEnv sets name in env, in place when it is there.
-func setEnv(env []v1.EnvVar, name, value string) []v1.EnvVar {
-	for n := range env {
-		if env[n].Name == name {
-			env[n].Value = value
-			return env
-		}
-	}
-	return append(env, v1.EnvVar{Name: name, Value: value})
 }
