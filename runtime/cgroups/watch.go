@@ -42,7 +42,7 @@ func watchEmpty(ctx context.Context, d driver, rel string, poll time.Duration) <
 // timed look besides: the kernel notifies every change of populated, and
 // a settled node's thousand watches must cost nothing.
 func onEmpty(ctx context.Context, d driver, rel string, poll time.Duration, fn func()) {
-	w := &emptyWatch{d: d, rel: rel, fn: fn}
+	w := &emptyWatch{ctx: ctx, d: d, rel: rel, fn: fn}
 	// Subscribed before the first look, so a change between the look and
 	// the subscription is not missed.
 	sub := subscribe(d.eventsFile(rel), func() { w.look() })
@@ -71,6 +71,7 @@ func onEmpty(ctx context.Context, d driver, rel string, poll time.Duration, fn f
 }
 
 type emptyWatch struct {
+	ctx context.Context
 	d   driver
 	rel string
 	fn  func()
@@ -81,11 +82,13 @@ type emptyWatch struct {
 	stop func() bool // the ctx hook's
 }
 
-// look ends the watch, calling fn, once rel is empty or gone; it says
-// whether it did.
+// look ends the watch once rel is empty or gone, calling fn unless ctx
+// has ended; it says whether it ended. The ctx check is here, not only in
+// the ctx hook: the hook runs on its own goroutine, and a notification
+// arriving just after the cancel must not beat it to fn.
 func (w *emptyWatch) look() bool {
 	if pop, err := w.d.populated(w.rel); (err == nil && !pop) || !w.d.exists(w.rel) {
-		w.end(true)
+		w.end(w.ctx.Err() == nil)
 		return true
 	}
 	return false

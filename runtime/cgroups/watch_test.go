@@ -182,3 +182,26 @@ func TestOnEmptyHoldsNoGoroutine(t *testing.T) {
 	case <-time.After(300 * time.Millisecond):
 	}
 }
+
+// A watch whose ctx has already ended never calls back, even on a child
+// that is empty from the start: the ctx hook runs on its own goroutine, and
+// the first look must not beat it (CI saw the notified case race so).
+func TestOnEmptyAfterCtxEndedNeverFires(t *testing.T) {
+	cfg := testConfig(t)
+	m := newManager(t, cfg, "onemptyended", Tier{}).(*instance)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	fired := make(chan string, 2)
+	for i, d := range []driver{m.d, noEventsDriver{m.d}} {
+		g, err := m.CreateGeneration(int64(i+1), Tier{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		onEmpty(ctx, d, m.rel(g), watchPoll, func() { fired <- g })
+	}
+	select {
+	case got := <-fired:
+		t.Fatalf("fired for %s after its ctx ended", got)
+	case <-time.After(300 * time.Millisecond):
+	}
+}
