@@ -27,6 +27,7 @@ func TestNode(t *testing.T) {
 		{Name: "overlap swap under load: 0 failed requests", Run: overlapUnderLoad},
 		{Name: "a naive app: 3 swaps, 10,000 requests, drains proven", Run: naiveSwaps},
 		{Name: "socket activation: the same, the socket the agent's", Run: activatedSwaps},
+		{Name: "a held request: the old generation waits to answer it", Run: heldAcrossSwap},
 		{Name: "wake on demand: asleep, answered at the first request", Run: wakeOnDemand},
 		{Name: "replace: the old generation proven gone first", Run: replaceInOrder},
 		{Name: "identity: a uid of its own each, root only when allowed", Run: ownUIDs},

@@ -1,9 +1,10 @@
 // Package tinyapp builds the smallest app an Instance can run (c/app.c): a
 // static, single-threaded HTTP server on $UNITLET_APP_SOCKET that answers
-// "ok" (or the samples' greeting, and drains on SIGTERM, when asked). Its
-// own cost is near nothing, so what a start measures is the start: the
-// bench and the systemd batch run it, and the node VM's suites install it
-// in the guest for the steps that start many apps at once.
+// "ok" (or, when asked, the samples' greeting, a drain on SIGTERM, or a
+// request held for seconds). Its own cost is near nothing, so what a start
+// measures is the start: the bench and the systemd batch run it, and the
+// node VM's suites install it in the guest for the steps that start many
+// apps at once or answer many requests.
 package tinyapp
 
 import (

@@ -2,24 +2,29 @@ package tinyapp
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 )
 
-// get asks the app on socket for / and returns its body.
-func get(socket string) (string, error) {
+// get asks the app on socket for /healthz and returns its body.
+func get(socket string) (string, error) { return getPath(socket, "/healthz") }
+
+// getPath asks the app on socket for path and returns its body.
+func getPath(socket, path string) (string, error) {
 	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			return (&net.Dialer{}).DialContext(ctx, "unix", socket)
 		}}}
-	resp, err := c.Get("http://app/healthz")
+	resp, err := c.Get("http://app" + path)
 	if err != nil {
 		return "", err
 	}
@@ -104,6 +109,22 @@ func TestApp(t *testing.T) {
 		}
 		if _, err := os.Stat(socket + ".unused"); err == nil {
 			t.Error("it bound UNITLET_APP_SOCKET beside the handed socket")
+		}
+	})
+	t.Run("holds /hold, answering others meanwhile", func(t *testing.T) {
+		_, socket := start(t, bin, "HOLD_SECONDS=2")
+		began := time.Now()
+		held := make(chan string, 1)
+		go func() {
+			got, err := getPath(socket, "/hold")
+			held <- fmt.Sprintf("%q, %v after %s", got, err, time.Since(began).Round(100*time.Millisecond))
+		}()
+		time.Sleep(100 * time.Millisecond)
+		if got, err := get(socket); err != nil || got != "ok\n" || time.Since(began) > time.Second {
+			t.Errorf("answer beside a held one = %q, %v after %s; want \"ok\\n\" at once", got, err, time.Since(began))
+		}
+		if got, want := <-held, `"ok\n", <nil> after 2`; !strings.HasPrefix(got, want) {
+			t.Errorf("held answer = %s; want %s s", got, want)
 		}
 	})
 	t.Run("drains on SIGTERM, then exits 0", func(t *testing.T) {

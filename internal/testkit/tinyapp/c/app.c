@@ -9,6 +9,9 @@
  *   DRAIN_SECONDS=n      on SIGTERM keep serving n seconds, then exit 0
  *                        (the drain an Overlap swap relies on)
  *   START_DELAY_SECONDS  wait that long before binding (a slow start)
+ *   HOLD_SECONDS=n       answer GET /hold only after n seconds, from a
+ *                        child, while the app goes on answering others (a
+ *                        request in flight across a swap)
  * With LISTEN_PID and LISTEN_FDS=1 it serves the socket it was handed. */
 #include <signal.h>
 #include <stdio.h>
@@ -65,6 +68,9 @@ int main(void) {
 		signal(SIGALRM, on_alarm);
 		signal(SIGTERM, on_term);
 	}
+	unsigned hold = env_seconds("HOLD_SECONDS");
+	if (hold > 0)
+		signal(SIGCHLD, SIG_IGN); /* held answers' children reap themselves */
 	for (unsigned d = env_seconds("START_DELAY_SECONDS"); d > 0;)
 		d = sleep(d);
 	int l = listening(getenv("UNITLET_APP_SOCKET"));
@@ -75,7 +81,18 @@ int main(void) {
 		int c = accept(l, 0, 0);
 		if (c < 0)
 			continue;
-		(void)read(c, buf, sizeof buf);
+		ssize_t got = read(c, buf, sizeof buf);
+		if (hold > 0 && got >= 10 && strncmp(buf, "GET /hold ", 10) == 0) {
+			/* The child keeps the connection; the parent's copy closes. */
+			if (fork() == 0) {
+				for (unsigned d = hold; d > 0;)
+					d = sleep(d);
+				(void)send(c, resp, n, MSG_NOSIGNAL);
+				_exit(0);
+			}
+			close(c);
+			continue;
+		}
 		/* A client gone before the answer (a probe that only connects)
 		 * must not end the app with SIGPIPE. */
 		(void)send(c, resp, n, MSG_NOSIGNAL);
