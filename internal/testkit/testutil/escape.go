@@ -32,6 +32,6 @@ func EscapeApp(probe, mode, marker string) func(*v1.Instance) {
 		i.Spec.Template.Command = []string{probe, mode}
 		i.Spec.Template.Args = nil
 		i.Spec.Template.Env = []v1.EnvVar{{Name: "PROBE_MARKER", Value: marker}}
-		i.Spec.Template.Readiness = &v1.Readiness{HTTPGet: &v1.HTTPGetProbe{Path: "/"}, TimeoutSeconds: 30}
+		ReadyOnGet(i)
 	}
 }

@@ -41,8 +41,14 @@ func NaiveApp(python string) func(*v1.Instance) {
 	return func(i *v1.Instance) {
 		i.Spec.Template.Command = []string{python}
 		i.Spec.Template.Args = []string{"-c", NaiveAppSource}
-		i.Spec.Template.Readiness = &v1.Readiness{HTTPGet: &v1.HTTPGetProbe{Path: "/"}, TimeoutSeconds: 30}
+		ReadyOnGet(i)
 	}
+}
+
+// ReadyOnGet makes i's template ready once its app answers GET /, within
+// 30 s of its start.
+func ReadyOnGet(i *v1.Instance) {
+	i.Spec.Template.Readiness = &v1.Readiness{HTTPGet: &v1.HTTPGetProbe{Path: "/"}, TimeoutSeconds: 30}
 }
 
 // SwapsUnderLoad sends GETs to http://addr/ from workers clients while
@@ -66,17 +72,9 @@ func (a API) SwapsUnderLoad(t testing.TB, name, addr string, workers int, min in
 		})
 		old := first + int64(k) - 1
 		a.WaitServing(t, name, old+1)
-		Eventually(t, fmt.Sprintf("generation %d drained and proven gone", old), 2*time.Minute, a.Every, func() (bool, string) {
-			g := a.Generation(t, name, old)
-			return meta.IsStatusConditionTrue(g.Status.Conditions, v1.ConditionTerminated), Conditions(g.Status.Conditions)
-		})
+		c := a.WaitDrainProven(t, name, old)
 		swap := l.Tally().Since(from)
 		during += swap.Total()
-		g := a.Generation(t, name, old)
-		c := meta.FindStatusCondition(g.Status.Conditions, v1.ConditionDrained)
-		if c == nil || c.Reason != v1.ReasonDrainProven {
-			t.Fatalf("generation %d was stopped without a proven drain: %s", old, Conditions(g.Status.Conditions))
-		}
 		fmt.Printf("%s swap %d: %d requests during it (%d failed); generation %d %s\n", name, k, swap.Total(), swap.Failed, old, c.Message)
 		if swap.OK == 0 {
 			t.Fatalf("swap %d: no request was answered during it: it was not under load", k)
@@ -92,6 +90,23 @@ func (a API) SwapsUnderLoad(t testing.TB, name, addr string, workers int, min in
 		t.Fatalf("only %d requests sent, want %d", l.Total(), min)
 	}
 	return l
+}
+
+// WaitDrainProven waits until generation gen of Instance name is
+// Terminated and fails t unless it was stopped after a proven drain; it
+// returns the Drained condition.
+func (a API) WaitDrainProven(t testing.TB, name string, gen int64) *metav1.Condition {
+	t.Helper()
+	Eventually(t, fmt.Sprintf("generation %d drained and proven gone", gen), 2*time.Minute, a.Every, func() (bool, string) {
+		g := a.Generation(t, name, gen)
+		return meta.IsStatusConditionTrue(g.Status.Conditions, v1.ConditionTerminated), Conditions(g.Status.Conditions)
+	})
+	g := a.Generation(t, name, gen)
+	c := meta.FindStatusCondition(g.Status.Conditions, v1.ConditionDrained)
+	if c == nil || c.Reason != v1.ReasonDrainProven {
+		t.Fatalf("generation %d was stopped without a proven drain: %s", gen, Conditions(g.Status.Conditions))
+	}
+	return c
 }
 
 // NewInstance builds an Overlap Instance called name on node (host

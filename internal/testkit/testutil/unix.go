@@ -11,12 +11,16 @@ import (
 
 // UnixClient sends HTTP over the unix socket sock, dialling afresh for
 // every request: each request follows a stable symlink as it is then.
-func UnixClient(sock string) *http.Client {
-	return &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+func UnixClient(sock string) *http.Client { return DialClient("unix", sock, 5*time.Second) }
+
+// DialClient sends every request to addr on network, whatever its URL's
+// host, on a connection of its own, each within timeout.
+func DialClient(network, addr string, timeout time.Duration) *http.Client {
+	return &http.Client{Timeout: timeout, Transport: &http.Transport{
 		DisableKeepAlives: true,
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			var d net.Dialer
-			return d.DialContext(ctx, "unix", sock)
+			return d.DialContext(ctx, network, addr)
 		},
 	}}
 }

@@ -1,37 +1,20 @@
 package tinyapp
 
 import (
-	"context"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/unitlet/unitlet/internal/testkit/testutil"
 )
 
 // get asks the app on socket for /healthz and returns its body.
-func get(socket string) (string, error) { return getPath(socket, "/healthz") }
-
-// getPath asks the app on socket for path and returns its body.
-func getPath(socket, path string) (string, error) {
-	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return (&net.Dialer{}).DialContext(ctx, "unix", socket)
-		}}}
-	resp, err := c.Get("http://app" + path)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return string(b), err
-}
+func get(socket string) (string, error) { return testutil.UnixGet(socket, "/healthz") }
 
 // start runs the built app with env and waits for its socket.
 func start(t *testing.T, bin string, env ...string) (*exec.Cmd, string) {
@@ -114,17 +97,20 @@ func TestApp(t *testing.T) {
 	t.Run("holds /hold, answering others meanwhile", func(t *testing.T) {
 		_, socket := start(t, bin, "HOLD_SECONDS=2")
 		began := time.Now()
-		held := make(chan string, 1)
+		held := make(chan error, 1)
 		go func() {
-			got, err := getPath(socket, "/hold")
-			held <- fmt.Sprintf("%q, %v after %s", got, err, time.Since(began).Round(100*time.Millisecond))
+			got, err := testutil.UnixGet(socket, "/hold")
+			if err == nil && got != "ok\n" {
+				err = fmt.Errorf("answer %q", got)
+			}
+			held <- err
 		}()
 		time.Sleep(100 * time.Millisecond)
 		if got, err := get(socket); err != nil || got != "ok\n" || time.Since(began) > time.Second {
 			t.Errorf("answer beside a held one = %q, %v after %s; want \"ok\\n\" at once", got, err, time.Since(began))
 		}
-		if got, want := <-held, `"ok\n", <nil> after 2`; !strings.HasPrefix(got, want) {
-			t.Errorf("held answer = %s; want %s s", got, want)
+		if err := <-held; err != nil || time.Since(began) < 2*time.Second {
+			t.Errorf("held answer: %v after %s; want \"ok\\n\" after 2 s", err, time.Since(began))
 		}
 	})
 	t.Run("drains on SIGTERM, then exits 0", func(t *testing.T) {
