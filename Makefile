@@ -112,32 +112,39 @@ deps-run: ## Install only what `make run` uses (openssl, curl) when missing.
 
 .PHONY: test
 test: deps control-plane cluster-binaries build image test-release-dist node-vm-image ## Everything: unit, envtest, fuzz smoke, kubectl checks, a release, the node VM, the cluster, the docs' commands.
-	@rm -f bin/step-times.txt
+	@rm -f $(STEP_TIMES)
 	@# Two lanes at once, each line prefixed with its lane: the suites that
 	@# run in the emulated node VM spend this machine's CPU in QEMU while
 	@# the host's suites mostly wait on API servers and timers (a 2-core
 	@# machine sat ~46% idle with the suites one at a time).
 	$(MAKE) --no-print-directory -j2 test-lane-vm test-lane-host
-	@# Where the suites' time went (each step of test/node, cluster, fleet).
-	@cat bin/step-times.txt
+	@# Where the suites' time and CPU went (each step of test/node,
+	@# cluster, fleet; each suite's CPU with its children, QEMU included).
+	@cat $(STEP_TIMES)
 
+# Each step's time and each suite's CPU (hack/cputime.sh) land here.
+STEP_TIMES := $(BIN)/step-times.txt
+CPUTIME    := $(ROOT)/hack/cputime.sh
 # The suites whose agent runs in the node VM, one after the other.
-VM_SUITES := ./test/node ./test/cluster
+VM_SUITES  := ./test/node ./test/cluster
+
+test-lane-vm test-lane-host: export UNITLET_STEP_TIMES := $(STEP_TIMES)
 
 .PHONY: test-lane-vm
 test-lane-vm:
-	UNITLET_STEP_TIMES=$(CURDIR)/bin/step-times.txt go test -count=1 -timeout 40m -p 1 $(VM_SUITES) 2>&1 | sed -u 's/^/vm   | /'
+	go test -count=1 -timeout 40m -p 1 -exec $(CPUTIME) $(VM_SUITES) 2>&1 | sed -u 's/^/vm   | /'
 
 # Unit and envtest, then every other suite one at a time (a new suite
 # under test/ lands here by itself), then the quick checks.
 .PHONY: test-lane-host
 test-lane-host:
-	go test -count=1 -timeout 20m $$(go list ./... | grep -v '/test/') 2>&1 | sed -u 's/^/host | /'
-	UNITLET_STEP_TIMES=$(CURDIR)/bin/step-times.txt go test -count=1 -timeout 40m -p 1 \
+	CPUTIME_LABEL="unit and envtest, with their build" $(CPUTIME) \
+		go test -count=1 -timeout 20m $$(go list ./... | grep -v '/test/') 2>&1 | sed -u 's/^/host | /'
+	go test -count=1 -timeout 40m -p 1 -exec $(CPUTIME) \
 		$$(go list ./test/... | grep -v $(foreach s,$(VM_SUITES),-e '/$(notdir $(s))$$')) 2>&1 | sed -u 's/^/host | /'
-	$(MAKE) --no-print-directory fuzz 2>&1 | sed -u 's/^/host | /'
-	hack/check-printer-columns.sh 2>&1 | sed -u 's/^/host | /'
-	$(MAKE) --no-print-directory verify 2>&1 | sed -u 's/^/host | /'
+	CPUTIME_LABEL="fuzz, printer columns, verify" $(CPUTIME) bash -c \
+		'$(MAKE) --no-print-directory fuzz && hack/check-printer-columns.sh && $(MAKE) --no-print-directory verify' \
+		2>&1 | sed -u 's/^/host | /'
 
 .PHONY: test-cluster
 test-cluster: deps control-plane cluster-binaries image test-release-dist node-vm-image ## Only test/cluster: a release's install.yaml and image deployed on a kubelet in the node VM.
