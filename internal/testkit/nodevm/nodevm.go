@@ -58,6 +58,8 @@ type VM struct {
 	exited    chan struct{}
 	reboots   bool
 	bootLimit time.Duration
+	// ctlDir holds the shared ssh connection's socket (ssh.go).
+	ctlDir string
 	// Booted is how long the guest took from power-on to answering ssh.
 	Booted time.Duration
 }
@@ -136,8 +138,11 @@ func Boot(ctx context.Context, o Options) (*VM, error) {
 
 	deadline := time.Now().Add(o.BootLimit)
 	for {
-		if _, err := v.runOnce(ctx, "test -d /sys/fs/cgroup", nil); err == nil {
+		if _, err := v.runOnce(ctx, "test -d /sys/fs/cgroup", nil, fresh); err == nil {
 			v.Booted = time.Since(start)
+			if err := v.share(ctx); err != nil {
+				return fail(err)
+			}
 			return v, nil
 		}
 		select {
@@ -165,13 +170,6 @@ func (v *VM) ConsoleTail(n int) string {
 	return testutil.Tail(string(b), n)
 }
 
-// SSHCommand is the command line that reaches the guest as root.
-func (v *VM) SSHCommand() []string {
-	return []string{"ssh", "-i", v.key, "-p", strconv.Itoa(v.ssh),
-		"-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR",
-		"-o", "BatchMode=yes", "-o", "ConnectTimeout=5", "-o", "ServerAliveInterval=5", "root@127.0.0.1"}
-}
-
 // Run runs a shell script in the guest as root and returns its stdout;
 // a non-zero exit is an error that carries stderr.
 func (v *VM) Run(ctx context.Context, script string) (string, error) {
@@ -189,7 +187,7 @@ const unreachedFor = time.Minute
 func (v *VM) RunInput(ctx context.Context, script string, stdin []byte) (string, error) {
 	deadline := time.Now().Add(unreachedFor)
 	for {
-		out, err := v.runOnce(ctx, script, stdin)
+		out, err := v.runOnce(ctx, script, stdin, shared)
 		if !errors.Is(err, errUnreached) || time.Now().After(deadline) {
 			return out, err
 		}
@@ -201,51 +199,6 @@ func (v *VM) RunInput(ctx context.Context, script string, stdin []byte) (string,
 		case <-time.After(2 * time.Second):
 		}
 	}
-}
-
-// errUnreached marks an ssh that did not reach the guest's shell.
-var errUnreached = errors.New("ssh did not reach the guest")
-
-// unreachedMarks are ssh's own messages for a connection that failed
-// before authentication, so before anything ran in the guest: "ssh:
-// connect to host 127.0.0.1 port N: Connection refused" (or timed out),
-// and sshd's banner late or cut ("Connection timed out during banner
-// exchange", "kex_exchange_identification: ...").
-var unreachedMarks = []string{"ssh: connect to host ", "during banner exchange", "kex_exchange_identification"}
-
-// unreached says whether an ssh that exited with code and stderr never
-// reached the guest's shell: exit 255 is ssh's own, or the script's.
-func unreached(code int, stderr string) bool {
-	if code != 255 {
-		return false
-	}
-	for _, m := range unreachedMarks {
-		if strings.Contains(stderr, m) {
-			return true
-		}
-	}
-	return false
-}
-
-// runOnce is one ssh: probes that wait for the guest to come or go use
-// it, so that each probe answers at once.
-func (v *VM) runOnce(ctx context.Context, script string, stdin []byte) (string, error) {
-	args := append(v.SSHCommand(), "bash", "-ec", shellQuote(script))
-	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if stdin != nil {
-		cmd.Stdin = bytes.NewReader(stdin)
-	}
-	if err := cmd.Run(); err != nil {
-		stderr := strings.TrimSpace(errb.String())
-		var exit *exec.ExitError
-		if errors.As(err, &exit) && unreached(exit.ExitCode(), stderr) {
-			err = fmt.Errorf("%w: %w", errUnreached, err)
-		}
-		return out.String(), fmt.Errorf("nodevm: %q: %w: %s", firstLine(script), err, stderr)
-	}
-	return out.String(), nil
 }
 
 // WriteFile writes data to path in the guest with mode, atomically (a
@@ -265,6 +218,7 @@ func (v *VM) Close() {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			_, _ = v.Run(ctx, "systemctl poweroff --no-block")
 			cancel()
+			v.unshare()
 			select {
 			case <-v.exited:
 			case <-time.After(20 * time.Second):
@@ -274,6 +228,9 @@ func (v *VM) Close() {
 		}
 	}
 	_ = os.RemoveAll(v.work)
+	if v.ctlDir != "" {
+		_ = os.RemoveAll(v.ctlDir)
+	}
 }
 
 // sweep removes the overlays of boots whose test process is gone (one

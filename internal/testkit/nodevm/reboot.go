@@ -41,10 +41,13 @@ func (v *VM) Reboot(ctx context.Context, how string) (time.Duration, error) {
 	if _, err := v.Run(ctx, how); err != nil {
 		return 0, fmt.Errorf("nodevm: reboot: %w", err)
 	}
+	// The shared connection dies with this boot; the probes below each
+	// make their own, so that each answers at once.
+	v.unshare()
 	gone, err := v.await(ctx, "ssh to go away", time.Minute, func() bool {
 		probe, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
-		_, err := v.runOnce(probe, "true", nil)
+		_, err := v.runOnce(probe, "true", nil, fresh)
 		return err != nil
 	})
 	if err != nil {
@@ -71,7 +74,7 @@ func (v *VM) Reboot(ctx context.Context, how string) (time.Duration, error) {
 func (v *VM) ids(ctx context.Context) ([2]string, error) {
 	probe, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	out, err := v.runOnce(probe, "cat /proc/sys/kernel/random/boot_id /etc/machine-id", nil)
+	out, err := v.runOnce(probe, "cat /proc/sys/kernel/random/boot_id /etc/machine-id", nil, fresh)
 	f := strings.Fields(out)
 	if err != nil || len(f) != 2 {
 		return [2]string{}, fmt.Errorf("nodevm: boot and machine ID: %q: %v", out, err)
