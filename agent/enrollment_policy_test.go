@@ -128,10 +128,17 @@ func TestAgentCannotApproveOrEditSpecs(t *testing.T) {
 	}
 	const wantApproval = "may not set or change an Enrollment's spec"
 	t.Cleanup(func() { deleteForce(t, &v1.Enrollment{ObjectMeta: metav1.ObjectMeta{Name: node}}) })
+	// Dry, while the API server loads the policy: a create let through
+	// before would leave the Enrollment made, and the creates below
+	// would find it there.
 	testutil.Eventually(t, "an agent creating its Enrollment approved is refused", waitLimit, pollEvery, testutil.Succeeds(func() error {
 		enr := &v1.Enrollment{ObjectMeta: metav1.ObjectMeta{Name: node}, Spec: v1.EnrollmentSpec{Approved: true}}
-		return refused(agent.Create(ctx, enr), wantApproval)
+		return refused(agent.Create(ctx, enr, client.DryRunAll), wantApproval)
 	}))
+	approved := &v1.Enrollment{ObjectMeta: metav1.ObjectMeta{Name: node}, Spec: v1.EnrollmentSpec{Approved: true}}
+	if err := refused(agent.Create(ctx, approved), wantApproval); err != nil {
+		t.Errorf("the agent creating its Enrollment approved: %v", err)
+	}
 	grant := &v1.UserGrant{ObjectMeta: metav1.ObjectMeta{Name: "policy-root"},
 		Spec: v1.UserGrantSpec{User: "root", Namespaces: []string{"default"}, Nodes: []string{node}}}
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), grant) })
@@ -310,9 +317,13 @@ func TestAgentClaimsHostsOnlyForItsNode(t *testing.T) {
 	}
 	onB := claim("claim-b.example.com", "policy-node-b")
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), onB) })
+	// Dry, as above: an early create let through would make onB.
 	testutil.Eventually(t, "node A's agent claiming for node B is refused", waitLimit, pollEvery, testutil.Succeeds(func() error {
-		return refused(agentA.Create(ctx, onB.DeepCopy()), wantOtherNode+": this HostClaim belongs to node policy-node-b")
+		return refused(agentA.Create(ctx, onB.DeepCopy(), client.DryRunAll), wantOtherNode+": this HostClaim belongs to node policy-node-b")
 	}))
+	if err := refused(agentA.Create(ctx, onB.DeepCopy()), wantOtherNode+": this HostClaim belongs to node policy-node-b"); err != nil {
+		t.Errorf("node A's agent claiming for node B: %v", err)
+	}
 	if err := env.Client.Create(ctx, onB); err != nil {
 		t.Fatal(err)
 	}

@@ -52,20 +52,26 @@ func TestOnlyPlacementBinds(t *testing.T) {
 		t.Fatalf("alice pins an Instance at creation: %v", err)
 	}
 	t.Cleanup(func() { _ = k8s.Delete(context.Background(), inst) })
-	setNode := func(c client.Client, node string) error {
+	setNode := func(c client.Client, node string, opts ...client.PatchOption) error {
 		i := &v1.Instance{}
 		if err := c.Get(ctx, client.ObjectKeyFromObject(inst), i); err != nil {
 			return err
 		}
 		patch := client.MergeFrom(i.DeepCopy())
 		i.Spec.NodeName = node
-		return c.Patch(ctx, i, patch)
+		return c.Patch(ctx, i, patch, opts...)
 	}
 	const want = "only the placement controller (unitlet-system:unitlet-nodewatch) binds or moves an Instance: alice may not change spec.nodeName from 'vap-a' to 'vap-b'"
+	// Until the API server has loaded the policy a move is allowed: the
+	// wait tries it dry, so that an early move cannot leave the Instance
+	// on vap-b, where no later try could be refused.
 	testutil.Eventually(t, "alice refused a move", waitLimit, pollEvery, func() (bool, string) {
-		err := setNode(alice, "vap-b")
+		err := setNode(alice, "vap-b", client.DryRunAll)
 		return err != nil && strings.Contains(err.Error(), want), errString(err)
 	})
+	if err := setNode(alice, "vap-b"); err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("alice moves her Instance: %s, want refused: %s", errString(err), want)
+	}
 	i := &v1.Instance{}
 	if err := alice.Get(ctx, client.ObjectKeyFromObject(inst), i); err != nil {
 		t.Fatal(err)
