@@ -228,9 +228,7 @@ func (v *VM) Close() {
 		}
 	}
 	_ = os.RemoveAll(v.work)
-	if v.ctlDir != "" {
-		_ = os.RemoveAll(v.ctlDir)
-	}
+	_ = os.RemoveAll(v.ctlDir) // "" (never shared) removes nothing
 }
 
 // sweep removes the overlays of boots whose test process is gone (one
