@@ -24,8 +24,11 @@ type fakeRuntime struct {
 	probe    map[node.Ref]error             // default ready
 	unproven map[node.Ref]outcome.KillReason
 	running  map[node.Ref]bool
-	exits    map[node.Ref]*outcome.Exit
-	events   chan node.Ref
+	// ranAnyway: a MayHaveRun start whose call reached the manager, so
+	// the unit runs though its answer was lost.
+	ranAnyway map[node.Ref]bool
+	exits     map[node.Ref]*outcome.Exit
+	events    chan node.Ref
 	// listGate, when set, holds List (the adoption) until it is closed.
 	listGate chan struct{}
 	// refEnv is the Secret/ConfigMap env of each slot's last start.
@@ -43,7 +46,7 @@ type fakeRuntime struct {
 func newFakeRuntime() *fakeRuntime {
 	return &fakeRuntime{
 		start: map[node.Ref]outcome.StartKind{}, probe: map[node.Ref]error{},
-		unproven: map[node.Ref]outcome.KillReason{}, running: map[node.Ref]bool{}, exits: map[node.Ref]*outcome.Exit{},
+		unproven: map[node.Ref]outcome.KillReason{}, running: map[node.Ref]bool{}, ranAnyway: map[node.Ref]bool{}, exits: map[node.Ref]*outcome.Exit{},
 		events: make(chan node.Ref, 64), refEnv: map[node.Ref]map[string]string{}, keys: map[node.Ref]string{},
 		drains: map[node.Ref][]node.DrainState{}, execFails: map[node.Ref]string{},
 	}
@@ -139,6 +142,7 @@ func (f *fakeRuntime) Start(_ context.Context, req node.StartRequest) node.Start
 		s.Cause, s.Exit = outcome.ErrExitedBeforeObserved, &outcome.Exit{Result: "exit-code", Code: 3}
 	case outcome.MayHaveRun:
 		s.Cause = outcome.Uncertain(errors.New("injected: connection lost after the call was sent"))
+		f.running[req.Ref] = f.ranAnyway[req.Ref]
 	case outcome.QueuedJobMayRun:
 		s.Cause = outcome.Queued(errors.New("injected: job queued, no answer"))
 	}

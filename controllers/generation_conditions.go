@@ -39,6 +39,9 @@ func setStarted(gen *v1.Generation, v genView) []genEvent {
 	if v.notOnNode != "" {
 		setGenCondition(gen, v1.ConditionStarted, metav1.ConditionFalse, v1.ReasonLaunchRefused, v.notOnNode)
 	}
+	if l := v.lostAnswer; l != nil && v.start != nil {
+		evs = append(evs, lostAnswerEvent(v.n, l, v.start))
+	}
 	if s := v.start; s != nil {
 		evs = append(evs, setStartOutcome(gen, v.n, s)...)
 	}
@@ -65,6 +68,21 @@ func setStarted(gen *v1.Generation, v genView) []genEvent {
 		}
 	}
 	return evs
+}
+
+// lostAnswerEvent says a start's answer was lost, though a look resolved
+// it before the uncertainty could be written: a fault of the node's
+// manager (or its bus) that the conditions alone would never show.
+func lostAnswerEvent(n int64, lost, found *outcome.Start) genEvent {
+	msg := lost.Kind.String()
+	if lost.Cause != nil {
+		msg = lost.Cause.Error()
+	}
+	seen := found.Kind.String()
+	if found.Kind == outcome.Running {
+		seen = fmt.Sprintf("running as pid %d", found.MainPID)
+	}
+	return warning(lost.Kind.String(), "Start", "generation %d may have run: %s; a look then found it %s", n, msg, seen)
 }
 
 // setStartOutcome writes Started from a start's outcome learnt now.

@@ -169,6 +169,9 @@ type generationScope struct {
 	holdStart bool
 	// released: release let the lease go; the Generation is deleted.
 	released bool
+	// startedNow: this reconcile handed the start to the runtime (not
+	// re-applied from an earlier handoff).
+	startedNow bool
 }
 
 // generationPhase is one step of a Generation's reconcile. A non-zero
@@ -272,6 +275,7 @@ func (r *GenerationReconciler) start(ctx context.Context, s *generationScope) (c
 		prepared: preparedFact{fresh: true, unit: res.Unit, cgroup: res.Cgroup, warnings: res.Warnings}}
 	r.handedOff.Store(gen.UID, h)
 	s.facts.prepared, s.facts.start = &h.prepared, &h.start
+	s.startedNow = true
 	return ctrl.Result{}, nil
 }
 
@@ -291,7 +295,14 @@ func (r *GenerationReconciler) observe(ctx context.Context, s *generationScope) 
 		start := st.StartOutcome()
 		switch start.Kind {
 		case outcome.Running, outcome.ExitedBeforeObserved:
+			if s.startedNow {
+				// Learnt uncertain in this very reconcile, never written:
+				// the lost answer is still said (an Event), with what the
+				// look found.
+				s.facts.lostAnswer = s.facts.start
+			}
 			s.facts.start, s.facts.now = &start, r.Clock.Now()
+			r.resolved(s.gen.UID, start)
 		default:
 			// Uncertain until retired: after the readiness timeout it is
 			// given up, so the Instance retires it (the proof settles
@@ -334,51 +345,6 @@ func (r *GenerationReconciler) probe(ctx context.Context, s *generationScope) (c
 		return ctrl.Result{RequeueAfter: r.probeWait(gen.UID)}, nil
 	}
 	return ctrl.Result{}, nil
-}
-
-// startReportDelay is how long a start this process handed off, and knows
-// ran, may go unwritten while its app is probed. Most apps answer within
-// it, and then one status write says Started and Ready together (not one
-// for each), and the Instance promotes on that one. Meanwhile the Instance
-// says it waits for the generation; an app slower than this has its start
-// written, then its readiness.
-const startReportDelay = 2 * time.Second
-
-// holdsStart: s's start is this process's, certain (running), not yet in
-// the status, and younger than startReportDelay. An uncertain start or a
-// failed one is never held: it is written at once.
-func (r *GenerationReconciler) holdsStart(s *generationScope) bool {
-	if st := s.facts.start; st == nil || st.Kind != outcome.Running ||
-		meta.FindStatusCondition(s.gen.Status.Conditions, v1.ConditionStarted) != nil {
-		return false
-	}
-	h, ok := r.handedOff.Load(s.gen.UID)
-	return ok && r.Clock.Since(h.(handoff).at) < startReportDelay
-}
-
-// handoff is a start this process handed to the runtime, and when.
-type handoff struct {
-	start outcome.Start
-	at    time.Time
-	// prepared is what the start made on the node (unit, cgroup), which
-	// a start never reported must still write.
-	prepared preparedFact
-}
-
-// minProbeWait is the first wait between readiness probes.
-const minProbeWait = 10 * time.Millisecond
-
-// probeWait is the wait before the next readiness probe: short while the
-// app is fresh, since most bind their socket within milliseconds and a
-// whole ProbeInterval would be most of their apply→Ready, then growing to
-// ProbeInterval (half the time since the start, so a slow app costs a
-// few probes more, not a busy loop).
-func (r *GenerationReconciler) probeWait(uid types.UID) time.Duration {
-	h, ok := r.handedOff.Load(uid)
-	if !ok {
-		return r.ProbeInterval // started before this process: no longer fresh
-	}
-	return min(r.ProbeInterval, max(minProbeWait, r.Clock.Since(h.(handoff).at)/2))
 }
 
 // retire stops the generation and proves it gone; always, even for one

@@ -36,6 +36,9 @@ type genFacts struct {
 	// start: a start's outcome learned now: from the start call, the
 	// handed-off record, or an uncertain start resolved by observation.
 	start *outcome.Start
+	// lostAnswer: the uncertain start (its answer lost) that a look
+	// resolved in the same reconcile, before the uncertainty was written.
+	lostAnswer *outcome.Start
 	// observed: the unit as seen now.
 	observed *node.State
 	// unresolved: a start whose outcome stayed unknown too long; it is

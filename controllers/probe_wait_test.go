@@ -3,12 +3,14 @@ package controllers
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -53,10 +55,13 @@ func TestProbeWait(t *testing.T) {
 // written together with its readiness when the app answers within
 // startReportDelay (one status write, not two); a slower app has its
 // start written once the delay is over, and an uncertain start at once.
+// A start whose answer was lost is said (an Event) even when the first
+// look finds it running, and never held.
 func TestStartWrittenWithReadiness(t *testing.T) {
 	notYet := errors.New("connection refused")
 	cases := map[string]struct {
-		start outcome.StartKind
+		start     outcome.StartKind
+		ranAnyway bool
 		// steps: before each reconcile, the clock moves on by after and
 		// the probe answers or not; the writes after each reconcile.
 		steps []probeStep
@@ -72,7 +77,14 @@ func TestStartWrittenWithReadiness(t *testing.T) {
 			{after: time.Second, want: []string{"Started=True/Running Ready=True/ProbeSucceeded"}},
 		}},
 		"uncertain: written at once": {start: outcome.MayHaveRun, steps: []probeStep{
-			{probe: notYet, want: []string{"Started=Unknown/MayHaveRun Ready=absent"}},
+			{probe: notYet, want: []string{"Started=Unknown/MayHaveRun Ready=absent"}, events: []string{"Warning/MayHaveRun"}},
+		}},
+		"answer lost, running at the first look, ready": {start: outcome.MayHaveRun, ranAnyway: true, steps: []probeStep{
+			{want: []string{"Started=True/Running Ready=True/ProbeSucceeded"}, events: []string{"Warning/MayHaveRun"}},
+		}},
+		"answer lost, running at the first look, not ready: not held": {start: outcome.MayHaveRun, ranAnyway: true, steps: []probeStep{
+			{probe: notYet, want: []string{"Started=True/Running Ready=False/Probing"}, events: []string{"Warning/MayHaveRun"}},
+			{after: time.Second, want: []string{"Started=True/Running Ready=True/ProbeSucceeded"}},
 		}},
 	}
 	for name, tc := range cases {
@@ -92,10 +104,11 @@ func TestStartWrittenWithReadiness(t *testing.T) {
 				}}).Build()
 			rt := newFakeRuntime()
 			ref := node.GenerationRef("ns", "app", 1)
-			rt.start[ref] = tc.start
+			rt.start[ref], rt.ranAnyway[ref] = tc.start, tc.ranAnyway
+			rec := events.NewFakeRecorder(8)
 			clk := clocktesting.NewFakeClock(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
 			r := &GenerationReconciler{Client: c, Reader: c, Runtime: rt, NodeName: "n1", Clock: clk,
-				Gate: hostgate.Always{}, ProbeInterval: 250 * time.Millisecond}
+				Gate: hostgate.Always{}, ProbeInterval: 250 * time.Millisecond, Recorder: rec}
 			for i, st := range tc.steps {
 				clk.Step(st.after)
 				rt.probe[ref] = st.probe
@@ -106,6 +119,9 @@ func TestStartWrittenWithReadiness(t *testing.T) {
 				if diff := cmp.Diff(st.want, writes); diff != "" {
 					t.Errorf("reconcile %d: status writes (-want,+got):\n%s", i, diff)
 				}
+				if diff := cmp.Diff(st.events, heldEvents(rec)); diff != "" {
+					t.Errorf("reconcile %d: events (-want,+got):\n%s", i, diff)
+				}
 			}
 		})
 	}
@@ -113,7 +129,22 @@ func TestStartWrittenWithReadiness(t *testing.T) {
 
 // probeStep is one reconcile of TestStartWrittenWithReadiness.
 type probeStep struct {
-	after time.Duration
-	probe error
-	want  []string
+	after  time.Duration
+	probe  error
+	want   []string
+	events []string // type/reason
+}
+
+// heldEvents is every event rec holds now, as type/reason.
+func heldEvents(rec *events.FakeRecorder) []string {
+	var out []string
+	for {
+		select {
+		case e := <-rec.Events:
+			f := strings.Fields(e)
+			out = append(out, f[0]+"/"+f[1])
+		default:
+			return out
+		}
+	}
 }

@@ -137,8 +137,9 @@ func TestBusCutAfterStart(t *testing.T) {
 		return true, ""
 	})
 	// Said at once: StartUncertain=True on the Instance or, when the call
-	// reached systemd before the cut and a look resolved it between two
-	// polls of this test, the MayHaveRun Event the uncertainty left.
+	// reached systemd before the cut and a look resolved it (between two
+	// polls of this test, or before the uncertainty was even written),
+	// the MayHaveRun Event.
 	testutil.Eventually(t, "the start's uncertainty said", 5*time.Second, pollEvery, func() (bool, string) {
 		i := kube.Instance(t, inst.Name)
 		if meta.IsStatusConditionTrue(i.Status.Conditions, v1.ConditionStartUncertain) {
