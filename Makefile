@@ -118,9 +118,6 @@ test: deps control-plane cluster-binaries build image test-release-dist node-vm-
 	@# the host's suites mostly wait on API servers and timers (a 2-core
 	@# machine sat ~46% idle with the suites one at a time).
 	$(MAKE) --no-print-directory -j2 test-lane-vm test-lane-host
-	@# Alone, after both: TestBusCutAfterStart's "uncertainty said within
-	@# 5 s" failed twice with test/cluster beside it (docs/reports/benchmarks.md).
-	UNITLET_STEP_TIMES=$(STEP_TIMES) go test -count=1 -timeout 10m -exec $(CPUTIME) $(ALONE_SUITES)
 	@# Where the suites' time and CPU went (each step of test/node,
 	@# cluster, fleet; each suite's CPU with its children, QEMU included).
 	@cat $(STEP_TIMES)
@@ -130,8 +127,6 @@ STEP_TIMES := $(BIN)/step-times.txt
 CPUTIME    := $(ROOT)/hack/cputime.sh
 # The suites whose agent runs in the node VM, one after the other.
 VM_SUITES  := ./test/node ./test/cluster
-# Suites that run after the lanes, on an otherwise idle machine.
-ALONE_SUITES := ./test/systemd
 
 test-lane-vm test-lane-host: export UNITLET_STEP_TIMES := $(STEP_TIMES)
 
@@ -146,7 +141,7 @@ test-lane-host:
 	CPUTIME_LABEL="unit and envtest, with their build" $(CPUTIME) \
 		go test -count=1 -timeout 20m $$(go list ./... | grep -v '/test/') 2>&1 | sed -u 's/^/host | /'
 	go test -count=1 -timeout 40m -p 1 -exec $(CPUTIME) \
-		$$(go list ./test/... | grep -v $(foreach s,$(VM_SUITES) $(ALONE_SUITES),-e '/$(notdir $(s))$$')) 2>&1 | sed -u 's/^/host | /'
+		$$(go list ./test/... | grep -v $(foreach s,$(VM_SUITES),-e '/$(notdir $(s))$$')) 2>&1 | sed -u 's/^/host | /'
 	CPUTIME_LABEL="fuzz, printer columns, verify" $(CPUTIME) bash -c \
 		'$(MAKE) --no-print-directory fuzz && hack/check-printer-columns.sh && $(MAKE) --no-print-directory verify' \
 		2>&1 | sed -u 's/^/host | /'
