@@ -121,13 +121,16 @@ up() {
   rm -rf "$run"; mkdir -p "$run"
   port="${NODE_VM_SSH_PORT:-2222}"
   qemu-img create -q -f qcow2 -F raw -b "$DIR/base.img" "$run/disk.qcow2"
-  local accel="tcg,thread=multi"
-  [ "${NODE_VM_ACCEL:-tcg}" = kvm ] && accel=kvm
+  # Under TCG the kernel would take the emulated TSCs for unsynchronized
+  # and read the HPET, a trap into QEMU per clock read
+  # (internal/testkit/nodevm's kernelArgs).
+  local accel="tcg,thread=multi" cmdline="root=/dev/vda rw console=ttyS0 quiet tsc=reliable"
+  [ "${NODE_VM_ACCEL:-tcg}" = kvm ] && accel=kvm cmdline="root=/dev/vda rw console=ttyS0 quiet"
   qemu-system-x86_64 -accel "$accel" -cpu max -m "${NODE_VM_MEMORY:-2048}" -smp 2 \
     -display none -no-reboot -daemonize -pidfile "$run/qemu.pid" \
     -serial "file:$run/console.log" \
     -kernel "$DIR/vmlinuz" -initrd "$DIR/initrd.img" \
-    -append "root=/dev/vda rw console=ttyS0 quiet" \
+    -append "$cmdline" \
     -drive "file=$run/disk.qcow2,format=qcow2,if=virtio" \
     -nic "user,model=virtio-net-pci,hostfwd=tcp:127.0.0.1:$port-:22"
   local ssh="ssh -i $DIR/id_ed25519 -p $port -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR root@127.0.0.1"
