@@ -15,6 +15,7 @@ import (
 
 	"github.com/unitlet/unitlet/internal/testkit/testutil"
 	"github.com/unitlet/unitlet/runtime/cgroups"
+	"github.com/unitlet/unitlet/runtime/identity"
 	"github.com/unitlet/unitlet/runtime/layout"
 )
 
@@ -23,6 +24,9 @@ type Agent struct {
 	Node, Kubeconfig                        string
 	StateRoot, RunRoot, CgroupRoot, LogPath string
 	ProbeAddr, MetricsAddr                  string
+	// AppIDs is the uids its apps get, apart from every other agent's on
+	// this machine (claimIDs).
+	AppIDs identity.Range
 	// Metrics serves /metrics (plain, loopback) on MetricsAddr when set.
 	Metrics bool
 	// Args follow the defaults on the command line: a flag given again
@@ -34,12 +38,13 @@ type Agent struct {
 }
 
 // New names the roots of an agent for node: a state root under the test's
-// temp dir, a short run root in /dev/shm (sockets need short paths) and a
-// cgroup root of its own; tag keeps one run's apart from another's.
+// temp dir, a short run root in /dev/shm (sockets need short paths), a
+// cgroup root and a range of app uids of its own; tag keeps one run's
+// apart from another's.
 func New(t testing.TB, node, tag, kubeconfig string) *Agent {
 	short := node + "-" + tag
 	return &Agent{
-		Node: node, Kubeconfig: kubeconfig,
+		Node: node, Kubeconfig: kubeconfig, AppIDs: claimIDs(t),
 		StateRoot:  filepath.Join(t.TempDir(), "state"),
 		RunRoot:    "/dev/shm/ul-" + short,
 		CgroupRoot: "unitlet-test-" + short,
@@ -67,7 +72,7 @@ func (a *Agent) Start(t testing.TB) {
 	}
 	args := append([]string{
 		"--node-name", a.Node, "--kubeconfig", a.Kubeconfig,
-		"--state-root", a.StateRoot, "--run-root", a.RunRoot, "--cgroup-root", a.CgroupRoot,
+		"--state-root", a.StateRoot, "--run-root", a.RunRoot, "--cgroup-root", a.CgroupRoot, "--app-ids", a.AppIDs.String(),
 		"--unit-backend", "direct", "--require-enrollment=false", "--serve-address", "127.0.0.1:0",
 		"--health-probe-bind-address", a.ProbeAddr, "--metrics-bind-address", a.MetricsAddr, "--metrics-secure=false",
 	}, a.Args...)
