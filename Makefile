@@ -113,12 +113,11 @@ deps-run: ## Install only what `make run` uses (openssl, curl) when missing.
 .PHONY: test
 test: deps control-plane cluster-binaries build image test-release-dist node-vm-image ## Everything: unit, envtest, fuzz smoke, kubectl checks, a release, the node VM, the cluster, the docs' commands.
 	@rm -f $(STEP_TIMES)
-	@# Three lanes at once, each line prefixed with its lane: the suites
-	@# that run in the emulated node VM spend this machine's CPU in QEMU
-	@# while the host's suites mostly wait on API servers and timers (a
-	@# 2-core machine sat ~46% idle with the suites one at a time), and
-	@# two of those (docs, e2e) use under a third of a core.
-	$(MAKE) --no-print-directory -j3 test-lane-vm test-lane-host test-lane-wait
+	@# Two lanes at once, each line prefixed with its lane: the suites that
+	@# run in the emulated node VM spend this machine's CPU in QEMU while
+	@# the host's suites mostly wait on API servers and timers (a 2-core
+	@# machine sat ~46% idle with the suites one at a time).
+	$(MAKE) --no-print-directory -j2 test-lane-vm test-lane-host
 	@# Where the suites' time and CPU went (each step of test/node,
 	@# cluster, fleet; each suite's CPU with its children, QEMU included).
 	@cat $(STEP_TIMES)
@@ -128,19 +127,12 @@ STEP_TIMES := $(BIN)/step-times.txt
 CPUTIME    := $(ROOT)/hack/cputime.sh
 # The suites whose agent runs in the node VM, one after the other.
 VM_SUITES  := ./test/node ./test/cluster
-# Suites that mostly wait (make run's processes, apps' timers): 0.08 and
-# 0.31 of a core (docs/reports/benchmarks.md), one after the other.
-WAIT_SUITES := ./test/docs ./test/e2e
 
-test-lane-vm test-lane-host test-lane-wait: export UNITLET_STEP_TIMES := $(STEP_TIMES)
+test-lane-vm test-lane-host: export UNITLET_STEP_TIMES := $(STEP_TIMES)
 
 .PHONY: test-lane-vm
 test-lane-vm:
 	go test -count=1 -timeout 40m -p 1 -exec $(CPUTIME) $(VM_SUITES) 2>&1 | sed -u 's/^/vm   | /'
-
-.PHONY: test-lane-wait
-test-lane-wait:
-	go test -count=1 -timeout 40m -p 1 -exec $(CPUTIME) $(WAIT_SUITES) 2>&1 | sed -u 's/^/wait | /'
 
 # Unit and envtest, then every other suite one at a time (a new suite
 # under test/ lands here by itself), then the quick checks.
@@ -149,7 +141,7 @@ test-lane-host:
 	CPUTIME_LABEL="unit and envtest, with their build" $(CPUTIME) \
 		go test -count=1 -timeout 20m $$(go list ./... | grep -v '/test/') 2>&1 | sed -u 's/^/host | /'
 	go test -count=1 -timeout 40m -p 1 -exec $(CPUTIME) \
-		$$(go list ./test/... | grep -v $(foreach s,$(VM_SUITES) $(WAIT_SUITES),-e '/$(notdir $(s))$$')) 2>&1 | sed -u 's/^/host | /'
+		$$(go list ./test/... | grep -v $(foreach s,$(VM_SUITES),-e '/$(notdir $(s))$$')) 2>&1 | sed -u 's/^/host | /'
 	CPUTIME_LABEL="fuzz, printer columns, verify" $(CPUTIME) bash -c \
 		'$(MAKE) --no-print-directory fuzz && hack/check-printer-columns.sh && $(MAKE) --no-print-directory verify' \
 		2>&1 | sed -u 's/^/host | /'
