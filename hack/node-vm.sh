@@ -124,8 +124,8 @@ up() {
   # Under TCG the kernel would take the emulated TSCs for unsynchronized
   # and read the HPET, a trap into QEMU per clock read
   # (internal/testkit/nodevm's kernelArgs).
-  local accel="tcg,thread=multi" cmdline="root=/dev/vda rw console=ttyS0 quiet tsc=reliable"
-  [ "${NODE_VM_ACCEL:-tcg}" = kvm ] && accel=kvm cmdline="root=/dev/vda rw console=ttyS0 quiet"
+  local accel="tcg,thread=multi" cmdline="root=/dev/vda rw console=ttyS0 quiet"
+  if [ "${NODE_VM_ACCEL:-tcg}" = kvm ]; then accel=kvm; else cmdline+=" tsc=reliable"; fi
   qemu-system-x86_64 -accel "$accel" -cpu max -m "${NODE_VM_MEMORY:-2048}" -smp 2 \
     -display none -no-reboot -daemonize -pidfile "$run/qemu.pid" \
     -serial "file:$run/console.log" \
