@@ -29,15 +29,37 @@ LDFLAGS="-s -w -X github.com/unitlet/unitlet/internal/version.Version=$VERSION"
 rm -rf "$DIST" "$WORK"
 mkdir -p "$DIST" "$WORK"
 
+# Each link takes one core for seconds: the release's ten run two at a
+# time (build queues one, builds_done waits for those queued).
+queued=()
+build() { # GOOS GOARCH LDFLAGS OUT PACKAGE
+	if ((${#queued[@]} >= 2)); then builds_done; fi
+	CGO_ENABLED=0 GOOS=$1 GOARCH=$2 go build -trimpath -ldflags "$3" -o "$4" "$5" &
+	queued+=($!)
+}
+builds_done() {
+	local pid
+	for pid in "${queued[@]}"; do wait "$pid"; done
+	queued=()
+}
+
 # The image: both arches' static binaries, each with its per-unit helper
 # and the cluster side's binary beside it, in one index.
 platforms=()
 for arch in amd64 arm64; do
-	CGO_ENABLED=0 GOOS=linux GOARCH=$arch go build -trimpath -ldflags "$LDFLAGS" -o "$WORK/unitlet-linux-$arch" .
-	CGO_ENABLED=0 GOOS=linux GOARCH=$arch go build -trimpath -ldflags "-s -w" -o "$WORK/unitlet-shim-linux-$arch" ./cmd/unitlet-shim
-	CGO_ENABLED=0 GOOS=linux GOARCH=$arch go build -trimpath -ldflags "$LDFLAGS" -o "$WORK/unitlet-cluster-linux-$arch" ./cmd/unitlet-cluster
+	build linux $arch "$LDFLAGS" "$WORK/unitlet-linux-$arch" .
+	build linux $arch "-s -w" "$WORK/unitlet-shim-linux-$arch" ./cmd/unitlet-shim
+	build linux $arch "$LDFLAGS" "$WORK/unitlet-cluster-linux-$arch" ./cmd/unitlet-cluster
 	platforms+=(--platform "linux/$arch=$WORK/unitlet-linux-$arch,$WORK/unitlet-shim-linux-$arch,$WORK/unitlet-cluster-linux-$arch")
 done
+# The plugin, for each platform krew serves.
+for os in linux darwin; do
+	for arch in amd64 arm64; do
+		build $os $arch "$LDFLAGS" "$DIST/kubectl-unitlet-$os-$arch" ./cmd/kubectl-unitlet
+	done
+done
+builds_done
+
 image="unitlet-image-$VERSION.oci.tar"
 ref="$(go run ./hack/image "${platforms[@]}" --tag "$IMAGE_NAME:$VERSION" --out "$DIST/$image" | awk '{print $2}')"
 digest="${ref##*@}"
@@ -45,13 +67,12 @@ digest="${ref##*@}"
 
 make --no-print-directory build-installer IMG="$IMAGE_NAME@$digest" INSTALLER="$DIST/install.yaml"
 
-# The plugin, raw and as krew archives (the binary, its completion helper
+# The plugin as krew archives (the binary, its completion helper
 # kubectl_complete-unitlet, which kubectl runs from $PATH, and LICENSE).
 install -m 0755 cmd/kubectl-unitlet/kubectl_complete-unitlet "$DIST/kubectl_complete-unitlet"
 for os in linux darwin; do
 	for arch in amd64 arm64; do
 		name="kubectl-unitlet-$os-$arch"
-		CGO_ENABLED=0 GOOS=$os GOARCH=$arch go build -trimpath -ldflags "$LDFLAGS" -o "$DIST/$name" ./cmd/kubectl-unitlet
 		mkdir -p "$WORK/$name"
 		cp "$DIST/$name" "$WORK/$name/kubectl-unitlet"
 		cp "$DIST/kubectl_complete-unitlet" "$WORK/$name/kubectl_complete-unitlet"

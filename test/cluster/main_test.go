@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -68,8 +69,8 @@ func run(m *testing.M) int {
 	if err := tinyapp.Install(ctx, c.VM); err != nil {
 		return fail(err)
 	}
-	fmt.Printf("test/cluster: control plane, node VM (booted in %s) and kubelet Ready in %s\n",
-		c.VM.Booted.Round(100*time.Millisecond), time.Since(started).Round(time.Second))
+	testutil.Report("test/cluster", fmt.Sprintf("control plane, node VM (booted to ssh in %s) and kubelet Ready in %s: %s",
+		c.VM.Booted.Round(100*time.Millisecond), time.Since(started).Round(time.Second), strings.Join(c.Setup, ", ")))
 	k8s = c.Client
 	kube = testutil.API{Client: k8s, Every: pollEvery}
 	code := m.Run()
@@ -83,6 +84,9 @@ func run(m *testing.M) int {
 			out, _ := c.VM.Run(context.Background(), s)
 			fmt.Fprintf(os.Stderr, "test/cluster: %s:\n%s\n", s, out)
 		}
+	}
+	if out, err := c.VM.CPUSpent(context.Background()); err == nil {
+		testutil.Report("test/cluster", out)
 	}
 	fmt.Printf("test/cluster: everything took %s\n", time.Since(started).Round(time.Second))
 	return code

@@ -67,6 +67,17 @@ func run(m *testing.M) int {
 		return fail(err)
 	}
 	probePort = agent.ProbePort
+	// The guest boots while the API server starts and the agent's
+	// credentials are made: the boot needs none of them.
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	started := time.Now()
+	booted := nodevm.BootAsync(ctx, nodevm.Options{Forward: []int{probePort, frontPort}, Reboots: true})
+	defer func() {
+		if vm, _ := booted(); vm != nil {
+			vm.Close()
+		}
+	}()
 	if env, err = testenv.Start(); err != nil {
 		return fail(err)
 	}
@@ -84,27 +95,25 @@ func run(m *testing.M) int {
 	if err != nil {
 		return fail(err)
 	}
-
-	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
-	defer cancel()
-	started := time.Now()
-	vm, err = nodevm.Boot(ctx, nodevm.Options{Forward: []int{probePort, frontPort}, Reboots: true})
-	if err != nil {
+	if vm, err = booted(); err != nil {
 		return fail(err)
 	}
-	defer vm.Close()
 	if err := tinyapp.Install(ctx, vm); err != nil {
 		return fail(err)
 	}
-	fmt.Printf("test/node: guest booted to ssh in %s\n", vm.Booted.Round(100*time.Millisecond))
 	if err := vm.InstallAgent(ctx, exe, kubeconfig, agent); err != nil {
 		fmt.Fprintln(os.Stderr, vm.ConsoleTail(40))
 		return fail(err)
 	}
+	testutil.Report("test/node", fmt.Sprintf("API server, guest (booted to ssh in %s) and agent installed in %s",
+		vm.Booted.Round(100*time.Millisecond), time.Since(started).Round(100*time.Millisecond)))
 	code := m.Run()
 	if code != 0 {
 		out, _ := vm.Run(context.Background(), "journalctl -u "+agentService+" --no-pager -n 80 -o cat")
 		fmt.Fprintf(os.Stderr, "test/node: the agent's last log lines:\n%s\n", out)
+	}
+	if out, err := vm.CPUSpent(context.Background()); err == nil {
+		testutil.Report("test/node", out)
 	}
 	fmt.Printf("test/node: boot, install and flows took %s\n", time.Since(started).Round(time.Second))
 	return code

@@ -60,6 +60,7 @@ evictionHard: {memory.available: "50Mi", nodefs.available: "2%", imagefs.availab
 // joinNode configures the guest's container runtime and kubelet, imports
 // the images, and waits for the Node to be Ready.
 func (c *Cluster) joinNode(ctx context.Context, images []string) error {
+	start := time.Now()
 	node, err := c.Env.AddUser(envtest.User{Name: "system:node:" + NodeName, Groups: []string{"system:nodes"}}, nil)
 	if err != nil {
 		return err
@@ -93,10 +94,14 @@ func (c *Cluster) joinNode(ctx context.Context, images []string) error {
 			return err
 		}
 	}
+	c.took("files copied", start)
+	start = time.Now()
 	if _, err := c.VM.Run(ctx, "systemctl start containerd"); err != nil {
 		return err
 	}
+	c.took("containerd started", start)
 	for _, img := range images {
+		start = time.Now()
 		b, err := os.ReadFile(img)
 		if err != nil {
 			return err
@@ -108,7 +113,9 @@ func (c *Cluster) joinNode(ctx context.Context, images []string) error {
 		if _, err := c.VM.Run(ctx, "ctr -n k8s.io images import "+name+" && rm "+name); err != nil {
 			return err
 		}
+		c.took(filepath.Base(img)+" copied and imported", start)
 	}
+	start = time.Now()
 	// kube-proxy's part, by hand: the kubernetes Service's ClusterIP leads
 	// to the API server on this machine's loopback, which the guest sees
 	// at GuestHostAddr. Nothing else of Services is used.
@@ -128,7 +135,11 @@ func (c *Cluster) joinNode(ctx context.Context, images []string) error {
 		"--hostname-override="+NodeName+" --node-ip=10.0.2.15 --v=1"); err != nil {
 		return err
 	}
-	return c.waitNodeReady(ctx, 5*time.Minute)
+	if err := c.waitNodeReady(ctx, 5*time.Minute); err != nil {
+		return err
+	}
+	c.took("kubelet started and the Node Ready", start)
+	return nil
 }
 
 func (c *Cluster) waitNodeReady(ctx context.Context, limit time.Duration) error {

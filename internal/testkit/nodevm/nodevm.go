@@ -70,6 +70,26 @@ func DefaultDir() string { return filepath.Join(testenv.RepoRoot(), "bin", ".nod
 // ErrNoImage: the image has not been built.
 var ErrNoImage = errors.New("nodevm: no node image (run `make node-vm-image`, which runs hack/node-vm.sh image)")
 
+// BootAsync is Boot in the background: an emulated guest takes tens of
+// seconds to boot, and the caller starts what it needs meanwhile. The
+// function returned waits for the boot and returns what Boot did, each
+// time it is called.
+func BootAsync(ctx context.Context, o Options) func() (*VM, error) {
+	var (
+		vm   *VM
+		err  error
+		done = make(chan struct{})
+	)
+	go func() {
+		defer close(done)
+		vm, err = Boot(ctx, o)
+	}()
+	return func() (*VM, error) {
+		<-done
+		return vm, err
+	}
+}
+
 // Boot starts a guest on a fresh copy-on-write overlay of the image and
 // waits until ssh answers.
 func Boot(ctx context.Context, o Options) (*VM, error) {
