@@ -76,8 +76,8 @@ func massRollout(t *testing.T) {
 		not := notServing(names, 1)
 		return len(not) == 0, fmt.Sprintf("%d not serving: %s", len(not), notServingWhy(not, 1))
 	})
-	fmt.Printf("test/cluster: %d new Instances serving generation 1 %s after their create\n",
-		massSize, time.Since(created).Round(time.Second))
+	testutil.Report("test/cluster", fmt.Sprintf("%d new Instances serving generation 1 %s after their create",
+		massSize, time.Since(created).Round(time.Second)))
 	sockets := make([]string, len(names))
 	for n, name := range names {
 		sockets[n] = kube.Instance(t, name).Status.Socket
@@ -177,7 +177,7 @@ func settleAfterAgentChange(t *testing.T, oldPod string, names []string, from in
 		}
 		return left == 0, first
 	})
-	fmt.Printf("test/cluster: new agent Ready and %d swaps settled %s after the agent change\n", len(names), time.Since(started).Round(100*time.Millisecond))
+	testutil.Report("test/cluster", fmt.Sprintf("new agent Ready and %d swaps settled %s after the agent change", len(names), time.Since(started).Round(100*time.Millisecond)))
 	printSwapTimes(t, names, from, started)
 	for g, ids := range seen {
 		if len(ids) != 1 {

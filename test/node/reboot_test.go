@@ -44,10 +44,21 @@ const (
 // StartUncertain; the held Instance's deletion completes (the reboot is
 // its proof); data dirs kept with their owners; nothing duplicated.
 func nodeReboot(t *testing.T) {
+	// What each part of the step took, for the step times.
+	var parts []string
+	mark := time.Now()
+	part := func(what string) {
+		parts = append(parts, fmt.Sprintf("%s %s", what, time.Since(mark).Round(100*time.Millisecond)))
+		mark = time.Now()
+	}
 	fleet := fillNode(t)
+	part("fill")
 	putToSleep(t)
+	part("asleep")
 	startSlowSwap(t)
+	part("mid-swap")
 	holdDeleted(t)
+	part("held")
 	old := snapshotBoot(t, append(fleet, rebootHeld))
 	t.Logf("before the reboot: /etc/machine-id %s", guest(t, "findmnt -n /etc/machine-id >/dev/null && echo 'a transient mount (not on disk)' || echo 'on disk'"))
 
@@ -68,15 +79,19 @@ func nodeReboot(t *testing.T) {
 		return fleetReady(t, fleet, old)
 	})
 	ready := time.Since(back)
-	fmt.Printf("node reboot, %d Instances, hard reset: reset to ssh %s, ssh to all Ready %s, reset to all Ready %s\n",
-		len(fleet), booted.Round(100*time.Millisecond), ready.Round(100*time.Millisecond), (booted + ready).Round(100*time.Millisecond))
+	testutil.Report("test/node", fmt.Sprintf("node reboot, %d Instances, hard reset: reset to ssh %s, ssh to all Ready %s, reset to all Ready %s",
+		len(fleet), booted.Round(100*time.Millisecond), ready.Round(100*time.Millisecond), (booted + ready).Round(100*time.Millisecond)))
+	part("snapshot, reset and all Ready")
 
 	servedAgain(t, fleet, old)
 	oldBootGone(t, fleet, old)
+	part("served again")
 	eventually(t, rebootHeld+" deleted: the reboot proves its kill", 3*time.Minute, func() (bool, string) {
 		err := k8s.Get(context.Background(), client.ObjectKey{Namespace: testutil.Namespace, Name: rebootHeld}, &v1.Instance{})
 		return client.IgnoreNotFound(err) == nil && err != nil, fmt.Sprint(err)
 	})
+	part("held deleted")
+	defer func() { part("checks"); testutil.Report("test/node", "node reboot's parts: "+strings.Join(parts, ", ")) }()
 	if left := vm.Leftovers(t, testutil.Namespace, rebootHeld); len(left) != 0 {
 		t.Errorf("left of %s on the node: %v", rebootHeld, left)
 	}
