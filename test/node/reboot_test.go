@@ -80,7 +80,7 @@ func nodeReboot(t *testing.T) {
 	})
 	ready := time.Since(back)
 	testutil.Report("test/node", fmt.Sprintf("node reboot, %d Instances, hard reset: reset to ssh %s, ssh to all Ready %s, reset to all Ready %s",
-		len(fleet), booted.Round(100*time.Millisecond), ready.Round(100*time.Millisecond), (booted + ready).Round(100*time.Millisecond)))
+		len(fleet), booted.Round(100*time.Millisecond), ready.Round(100*time.Millisecond), (booted+ready).Round(100*time.Millisecond)))
 	part("snapshot, reset and all Ready")
 
 	servedAgain(t, fleet, old)
@@ -91,7 +91,10 @@ func nodeReboot(t *testing.T) {
 		return client.IgnoreNotFound(err) == nil && err != nil, fmt.Sprint(err)
 	})
 	part("held deleted")
-	defer func() { part("checks"); testutil.Report("test/node", "node reboot's parts: "+strings.Join(parts, ", ")) }()
+	defer func() {
+		part("checks")
+		testutil.Report("test/node", "node reboot's parts: "+strings.Join(parts, ", "))
+	}()
 	if left := vm.Leftovers(t, testutil.Namespace, rebootHeld); len(left) != 0 {
 		t.Errorf("left of %s on the node: %v", rebootHeld, left)
 	}
