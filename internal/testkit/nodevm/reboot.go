@@ -70,9 +70,10 @@ func (v *VM) Reboot(ctx context.Context, how string) (time.Duration, error) {
 	return back.Sub(gone), nil
 }
 
-// ids is the guest's boot ID and machine ID.
+// ids is the guest's boot ID and machine ID. A probe that reached sshd
+// is let finish (connectTimeout, then the session's own time).
 func (v *VM) ids(ctx context.Context) ([2]string, error) {
-	probe, cancel := context.WithTimeout(ctx, 10*time.Second)
+	probe, cancel := context.WithTimeout(ctx, connectTimeout+30*time.Second)
 	defer cancel()
 	out, err := v.runOnce(probe, "cat /proc/sys/kernel/random/boot_id /etc/machine-id", nil, fresh)
 	f := strings.Fields(out)

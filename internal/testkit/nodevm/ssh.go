@@ -23,6 +23,15 @@ const (
 	fresh  = false
 )
 
+// connectTimeout bounds ssh's wait for the guest's sshd to answer
+// (QEMU accepts the TCP connection itself, so what is bounded is the
+// banner). A guest booting beside its apps can take seconds to fork
+// sshd's session; a client that gives up sooner leaves that half-made
+// session running and tries again, and such retries piled up into
+// minutes (a reset took 2m21s to reach ssh while the agent had every
+// app Ready 2 s after).
+const connectTimeout = 30 * time.Second
+
 // maxSessions lets that many commands at once share the connection
 // (sshd's default is 10); more would be refused, not queued.
 const maxSessions = 64
@@ -34,7 +43,7 @@ func (v *VM) SSHCommand() []string { return v.sshArgs(fresh) }
 func (v *VM) sshArgs(share bool) []string {
 	args := []string{"ssh", "-i", v.key, "-p", strconv.Itoa(v.ssh),
 		"-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR",
-		"-o", "BatchMode=yes", "-o", "ConnectTimeout=5", "-o", "ServerAliveInterval=5"}
+		"-o", "BatchMode=yes", "-o", "ConnectTimeout=" + strconv.Itoa(int(connectTimeout/time.Second)), "-o", "ServerAliveInterval=5"}
 	if share && v.ctlDir != "" {
 		// The first command starts the connection, which then stays in
 		// the background (ControlPersist) until unshare or the guest
