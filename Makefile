@@ -128,7 +128,12 @@ test: deps control-plane cluster-binaries build node-vm-image ## Everything: uni
 STEP_TIMES := $(BIN)/step-times.txt
 CPUTIME    := $(ROOT)/hack/cputime.sh
 # The suites whose agent runs in the node VM, one after the other.
-VM_SUITES  := ./test/node ./test/cluster
+VM_SUITES   := ./test/node ./test/cluster
+# The suites that mostly wait (on API servers, timers, a reader's
+# commands), so run side by side: together they take about one core.
+# test/fleet is not one: it boots a VM of its own, which next to
+# test/node's reboot slowed both.
+WAIT_SUITES := ./test/chaos ./test/docs ./test/e2e ./test/release ./test/systemd
 
 test-lane-vm test-vm-node test-lane-host: export UNITLET_STEP_TIMES := $(STEP_TIMES)
 
@@ -138,18 +143,19 @@ test-lane-vm: test-vm-node image test-release-dist
 test-vm-node:
 	go test -count=1 -timeout 30m -exec $(CPUTIME) ./test/node 2>&1 | sed -u 's/^/vm   | /'
 
-# Unit and envtest, then every other suite side by side (a new suite
-# under test/ lands there by itself; they mostly wait on API servers,
-# timers and a reader's commands: together about one core), then the
-# quick checks. At a lower priority than the vm lane: the two cores are
-# saturated, and the emulated guest pays most for waiting for one.
+# Unit and envtest, then the suites that wait side by side, then every
+# other suite one at a time (a new suite under test/ lands there by
+# itself), then the quick checks. At a lower priority than the vm lane:
+# the two cores are saturated, and the emulated guest pays most for
+# waiting for one.
 HOST_NICE := nice -n 5
 .PHONY: test-lane-host
 test-lane-host: image test-release-dist
 	CPUTIME_LABEL="unit and envtest, with their build" $(HOST_NICE) $(CPUTIME) \
 		go test -count=1 -timeout 20m $$(go list ./... | grep -v '/test/') 2>&1 | sed -u 's/^/host | /'
-	$(HOST_NICE) go test -count=1 -timeout 40m -p 16 -exec $(CPUTIME) \
-		$$(go list ./test/... | grep -v $(foreach s,$(VM_SUITES),-e '/$(notdir $(s))$$')) 2>&1 | sed -u 's/^/host | /'
+	$(HOST_NICE) go test -count=1 -timeout 40m -p $(words $(WAIT_SUITES)) -exec $(CPUTIME) $(WAIT_SUITES) 2>&1 | sed -u 's/^/host | /'
+	$(HOST_NICE) go test -count=1 -timeout 40m -p 1 -exec $(CPUTIME) \
+		$$(go list ./test/... | grep -v $(foreach s,$(VM_SUITES) $(WAIT_SUITES),-e '/$(notdir $(s))$$')) 2>&1 | sed -u 's/^/host | /'
 	CPUTIME_LABEL="fuzz, printer columns, verify" $(HOST_NICE) $(CPUTIME) bash -c \
 		'$(MAKE) --no-print-directory fuzz && hack/check-printer-columns.sh && $(MAKE) --no-print-directory verify' \
 		2>&1 | sed -u 's/^/host | /'

@@ -7,7 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -55,11 +57,6 @@ func Start() (*Env, error) {
 			return nil, fmt.Errorf("%s missing in %s (run `make control-plane`): %w", b, assets, err)
 		}
 	}
-	e := &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join(RepoRoot(), "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
-		BinaryAssetsDirectory: assets,
-	}
 	// The aggregator's trust, so the relay can serve behind this API
 	// server as it does behind a cluster's.
 	fpDir, err := os.MkdirTemp("", "unitlet-front-proxy-")
@@ -70,12 +67,31 @@ func Start() (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	for k, v := range fp.APIServerFlags() {
-		e.ControlPlane.GetAPIServer().Configure().Set(k, v)
-	}
-	cfg, err := e.Start()
-	if err != nil {
-		return nil, fmt.Errorf("start control plane: %w", err)
+	var (
+		e   *envtest.Environment
+		cfg *rest.Config
+	)
+	// envtest waits a fixed 5 s for the API server's default namespace;
+	// on a machine whose cores are all taken (make test runs several
+	// suites beside an emulated guest) that can pass while the server is
+	// fine. A control plane that missed it is stopped and started anew.
+	for attempt := 1; ; attempt++ {
+		e = &envtest.Environment{
+			CRDDirectoryPaths:        []string{filepath.Join(RepoRoot(), "config", "crd", "bases")},
+			ErrorIfCRDPathMissing:    true,
+			BinaryAssetsDirectory:    assets,
+			ControlPlaneStartTimeout: time.Minute,
+		}
+		for k, v := range fp.APIServerFlags() {
+			e.ControlPlane.GetAPIServer().Configure().Set(k, v)
+		}
+		if cfg, err = e.Start(); err == nil {
+			break
+		}
+		_ = e.Stop()
+		if attempt == 3 || !strings.Contains(err.Error(), "default namespace didn't register") {
+			return nil, fmt.Errorf("start control plane: %w", err)
+		}
 	}
 	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {
