@@ -27,9 +27,7 @@ const (
 // (QEMU accepts the TCP connection itself, so what is bounded is the
 // banner). A guest booting beside its apps can take seconds to fork
 // sshd's session; a client that gives up sooner leaves that half-made
-// session running and tries again, and such retries piled up into
-// minutes (a reset took 2m21s to reach ssh while the agent had every
-// app Ready 2 s after).
+// session running in the guest and tries again.
 const connectTimeout = 30 * time.Second
 
 // maxSessions lets that many commands at once share the connection
