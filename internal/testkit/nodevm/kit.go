@@ -147,12 +147,13 @@ func (v *VM) Leftovers(t testing.TB, namespace, name string) map[string]string {
 	return left
 }
 
-// CPUSpent says where the guest's CPU went since its boot: the whole
+// CPUSpent says where the guest's CPU went since its last boot (a
+// reboot starts it again): the whole
 // guest's busy time (/proc/stat), then the cgroups that used the most
 // (two levels deep, exited processes included), busiest first. One ssh
 // command: cheap enough to print at a suite's end.
 func (v *VM) CPUSpent(ctx context.Context) (string, error) {
-	return v.Run(ctx, `awk '/^cpu / {printf "the guest, busy: %.1f s (user %.1f, system %.1f, softirq %.1f)\n", ($2+$3+$4+$7+$8)/100, ($2+$3)/100, $4/100, $8/100}' /proc/stat
+	return v.Run(ctx, `awk '/^cpu / {printf "the guest, busy since its last boot: %.1f s (user %.1f, system %.1f, softirq %.1f)\n", ($2+$3+$4+$7+$8)/100, ($2+$3)/100, $4/100, $8/100}' /proc/stat
 cd /sys/fs/cgroup && for f in */cpu.stat */*/cpu.stat; do
 	awk -v d="${f%/cpu.stat}" '/^usage_usec/ {printf "%8.1f s  %s\n", $2/1e6, d}' "$f"
 done | sort -rn | head -25`)
