@@ -148,10 +148,10 @@ func (v *VM) Leftovers(t testing.TB, namespace, name string) map[string]string {
 }
 
 // CPUSpent says where the guest's CPU went since its last boot (a
-// reboot starts it again): the whole
-// guest's busy time (/proc/stat), then the cgroups that used the most
-// (two levels deep, exited processes included), busiest first. One ssh
-// command: cheap enough to print at a suite's end.
+// reboot starts the count again): the whole guest's busy time
+// (/proc/stat), then the cgroups that used the most (two levels deep,
+// exited processes included), busiest first. One ssh command: cheap
+// enough to print at a suite's end.
 func (v *VM) CPUSpent(ctx context.Context) (string, error) {
 	return v.Run(ctx, `awk '/^cpu / {printf "the guest, busy since its last boot: %.1f s (user %.1f, system %.1f, softirq %.1f)\n", ($2+$3+$4+$7+$8)/100, ($2+$3)/100, $4/100, $8/100}' /proc/stat
 cd /sys/fs/cgroup && for f in */cpu.stat */*/cpu.stat; do
