@@ -69,8 +69,8 @@ func run(m *testing.M) int {
 	if err := tinyapp.Install(ctx, c.VM); err != nil {
 		return fail(err)
 	}
-	testutil.Report("test/cluster", fmt.Sprintf("control plane, node VM (booted to ssh in %s) and kubelet Ready in %s: %s",
-		c.VM.Booted.Round(100*time.Millisecond), time.Since(started).Round(time.Second), strings.Join(c.Setup, ", ")))
+	testutil.Report("test/cluster", fmt.Sprintf("control plane, node VM (%s) and kubelet Ready in %s: %s",
+		c.VM.HowBooted(), time.Since(started).Round(time.Second), strings.Join(c.Setup, ", ")))
 	k8s = c.Client
 	kube = testutil.API{Client: k8s, Every: pollEvery}
 	code := m.Run()

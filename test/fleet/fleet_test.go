@@ -61,7 +61,7 @@ func TestFleet(t *testing.T) {
 		{Name: "a lost node's movable Instances run elsewhere", Run: f.lose},
 		{Name: "the lost node returns and retires what moved", Run: f.returns},
 		{Name: "the instance key across moves, tampering and rotation", Run: f.key},
-		{Name: "the instance key across the node VM's reboot", Run: f.reboot},
+		{Name: "the node VM's apps run with their minted key", Run: f.vmKeys},
 	})
 }
 

@@ -5,7 +5,8 @@
 // cluster side (`unitlet cluster`: nodewatch, placement, moves, instance
 // keys). It places unpinned Instances, drains a node under load through a
 // front end that routes by status, loses a node and brings it back, and
-// follows the instance key across moves and the VM's reboot.
+// follows the instance key across moves and onto the VM (its reboot is
+// test/node's).
 package fleet
 
 import (

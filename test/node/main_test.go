@@ -105,8 +105,8 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, vm.ConsoleTail(40))
 		return fail(err)
 	}
-	testutil.Report("test/node", fmt.Sprintf("API server, guest (booted to ssh in %s) and agent installed in %s",
-		vm.Booted.Round(100*time.Millisecond), time.Since(started).Round(100*time.Millisecond)))
+	testutil.Report("test/node", fmt.Sprintf("API server, guest (%s) and agent installed in %s",
+		vm.HowBooted(), time.Since(started).Round(100*time.Millisecond)))
 	code := m.Run()
 	if code != 0 {
 		out, _ := vm.Run(context.Background(), "journalctl -u "+agentService+" --no-pager -n 80 -o cat")

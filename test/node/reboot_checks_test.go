@@ -16,17 +16,17 @@ import (
 )
 
 // bootSnapshot is what the old boot left, per Instance: its generations
-// not proven gone then, its newest generation's number, and its data
-// dir's owner.
+// not proven gone then, its newest generation's number, its data dir's
+// owner, and the instance key it ran with ("" when nothing ran).
 type bootSnapshot map[string]struct {
-	live   []int64
-	newest int64
-	uid    string
+	live     []int64
+	newest   int64
+	uid, key string
 }
 
 func snapshotBoot(t *testing.T, names []string) bootSnapshot {
 	t.Helper()
-	owners := dataOwners(t, names)
+	owners, keys := dataOwners(t, names), runningKeys(t, names)
 	out := bootSnapshot{}
 	for _, name := range names {
 		s := out[name]
@@ -36,7 +36,7 @@ func snapshotBoot(t *testing.T, names []string) bootSnapshot {
 				s.live = append(s.live, g.Spec.Number)
 			}
 		}
-		s.uid = owners[name]
+		s.uid, s.key = owners[name], keys[name]
 		out[name] = s
 	}
 	if s := out[rebootSwap]; len(s.live) != 2 {

@@ -42,7 +42,8 @@ const (
 // generation of the old boot not proven gone before reads
 // Terminated=True/NodeRebooted; nothing reads KillUnproven or
 // StartUncertain; the held Instance's deletion completes (the reboot is
-// its proof); data dirs kept with their owners; nothing duplicated.
+// its proof); data dirs kept with their owners, each app run with the
+// instance key it had; nothing duplicated.
 func nodeReboot(t *testing.T) {
 	// What each part of the step took, for the step times.
 	var parts []string
@@ -99,6 +100,7 @@ func nodeReboot(t *testing.T) {
 		t.Errorf("left of %s on the node: %v", rebootHeld, left)
 	}
 	keptData(t, fleet, old)
+	keptKeys(t, fleet, old)
 	noDuplicates(t, fleet, old)
 }
 

@@ -89,7 +89,7 @@ func Start(ctx context.Context, o Options) (c *Cluster, err error) {
 	c.took("control plane", started)
 	vm, bootErr := booted()
 	c.VM = vm
-	c.took("node VM booted", started)
+	c.took("node VM up", started)
 	if cpErr != nil {
 		return nil, cpErr
 	}

@@ -58,10 +58,15 @@ type VM struct {
 	exited    chan struct{}
 	reboots   bool
 	bootLimit time.Duration
-	// ctlDir holds the shared ssh connection's socket (ssh.go).
-	ctlDir string
-	// Booted is how long the guest took from power-on to answering ssh.
+	// sockDir holds QEMU's QMP socket and the shared ssh connection's
+	// (ssh.go), once sharing.
+	sockDir string
+	sharing bool
+	// Booted is how long the guest took from power-on (or the start of
+	// its restore) to answering ssh.
 	Booted time.Duration
+	// Restored says the guest is the image's booted snapshot, restored.
+	Restored bool
 }
 
 // DefaultDir is where hack/node-vm.sh keeps the image.
@@ -91,7 +96,8 @@ func BootAsync(ctx context.Context, o Options) func() (*VM, error) {
 }
 
 // Boot starts a guest on a fresh copy-on-write overlay of the image and
-// waits until ssh answers.
+// waits until ssh answers: it restores the image's booted snapshot when
+// there is one (snapshot.go), and otherwise boots and saves one.
 func Boot(ctx context.Context, o Options) (*VM, error) {
 	if o.Dir == "" {
 		o.Dir = DefaultDir()
@@ -111,7 +117,38 @@ func Boot(ctx context.Context, o Options) (*VM, error) {
 	if err != nil {
 		return nil, fmt.Errorf("nodevm: %w: install qemu-system-x86 (hack/deps.sh does)", err)
 	}
-	sweep(o.Dir)
+	sweep(filepath.Join(o.Dir, "boot-*-*"))
+	sweep(filepath.Join(os.TempDir(), "nodevm-*-*"))
+	sweepSnapshots(o.Dir)
+	version, err := qemuVersion(ctx, qemu)
+	if err != nil {
+		return nil, err
+	}
+	snap, err := snapshotFor(o.Dir, version, machineArgs(o))
+	if err != nil {
+		return nil, err
+	}
+	if snap.ready() {
+		v, err := boot(ctx, o, qemu, snap, true)
+		if !errors.Is(err, errRestore) {
+			return v, err
+		}
+		// A snapshot QEMU cannot load is of no use to the next boot.
+		_ = os.RemoveAll(snap.dir)
+	}
+	return boot(ctx, o, qemu, snap, false)
+}
+
+// machineArgs are QEMU's arguments that shape the machine, so its saved
+// state: a snapshot is only restored into the same shape.
+func machineArgs(o Options) []string {
+	return []string{"-accel", "tcg,thread=multi", "-cpu", "max",
+		"-m", strconv.Itoa(o.MemoryMiB), "-smp", "2", "-device", "vmgenid"}
+}
+
+// boot starts QEMU on a new overlay and waits for ssh: restoring snap, or
+// booting the image and saving snap.
+func boot(ctx context.Context, o Options, qemu string, snap snapshot, restoring bool) (*VM, error) {
 	work, err := os.MkdirTemp(o.Dir, fmt.Sprintf("boot-%d-", os.Getpid()))
 	if err != nil {
 		return nil, err
@@ -119,9 +156,18 @@ func Boot(ctx context.Context, o Options) (*VM, error) {
 	v := &VM{key: filepath.Join(o.Dir, "id_ed25519"), work: work, ports: map[int]int{}, exited: make(chan struct{}),
 		reboots: o.Reboots, bootLimit: o.BootLimit}
 	fail := func(err error) (*VM, error) { v.Close(); return nil, err }
+	// QMP's and ssh's sockets: a unix socket's path has a limit of about
+	// 100 bytes, whatever the checkout's depth.
+	if v.sockDir, err = os.MkdirTemp("", fmt.Sprintf("nodevm-%d-", os.Getpid())); err != nil {
+		return fail(err)
+	}
+	backing, format := filepath.Join(o.Dir, "base.img"), "raw"
+	if restoring {
+		backing, format = snap.disk(), "qcow2"
+	}
 	disk := filepath.Join(work, "disk.qcow2")
-	if out, err := exec.CommandContext(ctx, "qemu-img", "create", "-q", "-f", "qcow2", "-F", "raw",
-		"-b", filepath.Join(o.Dir, "base.img"), disk).CombinedOutput(); err != nil {
+	if out, err := exec.CommandContext(ctx, "qemu-img", "create", "-q", "-f", "qcow2", "-F", format,
+		"-b", backing, disk).CombinedOutput(); err != nil {
 		return fail(fmt.Errorf("nodevm: overlay: %s: %w", out, err))
 	}
 	if v.ssh, err = testutil.FreeTCPPort(); err != nil {
@@ -136,16 +182,20 @@ func Boot(ctx context.Context, o Options) (*VM, error) {
 		v.ports[g] = h
 		nic += fmt.Sprintf(",hostfwd=tcp:127.0.0.1:%d-:%d", h, g)
 	}
-	args := []string{"-accel", "tcg,thread=multi", "-cpu", "max",
-		"-m", strconv.Itoa(o.MemoryMiB), "-smp", "2", "-display", "none"}
+	qmpPath := filepath.Join(v.sockDir, "qmp")
+	args := append(machineArgs(o), "-display", "none", "-qmp", "unix:"+qmpPath+",server=on,wait=off")
 	if !o.Reboots {
 		args = append(args, "-no-reboot")
 	}
-	v.cmd = exec.Command(qemu, append(args,
+	args = append(args,
 		"-serial", "file:"+v.ConsolePath(),
 		"-kernel", filepath.Join(o.Dir, "vmlinuz"), "-initrd", filepath.Join(o.Dir, "initrd.img"),
 		"-append", kernelArgs,
-		"-drive", "file="+disk+",format=qcow2,if=virtio", "-nic", nic)...)
+		"-drive", "file="+disk+",format=qcow2,if=virtio", "-nic", nic)
+	if restoring {
+		args = append(args, "-incoming", "exec:cat "+shellQuote(snap.state()))
+	}
+	v.cmd = exec.Command(qemu, args...)
 	// The guest dies with the test process, whatever ends it.
 	v.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	var qout bytes.Buffer
@@ -155,11 +205,30 @@ func Boot(ctx context.Context, o Options) (*VM, error) {
 		return fail(fmt.Errorf("nodevm: start qemu: %w", err))
 	}
 	go func() { _ = v.cmd.Wait(); close(v.exited) }()
+	q, err := dialQMP(ctx, qmpPath, v.exited)
+	if err == nil && restoring {
+		err = restore(ctx, q)
+	}
+	if err != nil {
+		if restoring {
+			err = fmt.Errorf("%w: %w: %s", errRestore, err, qout.String())
+		}
+		return fail(err)
+	}
+	defer q.Close()
 
 	deadline := time.Now().Add(o.BootLimit)
 	for {
 		if _, err := v.runOnce(ctx, "test -d /sys/fs/cgroup", nil, fresh); err == nil {
-			v.Booted = time.Since(start)
+			v.Booted, v.Restored = time.Since(start), restoring
+			if !restoring {
+				if err := v.save(ctx, q, snap); err != nil {
+					return fail(fmt.Errorf("nodevm: save the booted guest: %w", err))
+				}
+			}
+			if err := v.setClock(ctx); err != nil {
+				return fail(err)
+			}
 			if err := v.share(ctx); err != nil {
 				return fail(err)
 			}
@@ -179,6 +248,16 @@ func Boot(ctx context.Context, o Options) (*VM, error) {
 			return fail(fmt.Errorf("nodevm: no ssh after %s; console:\n%s", o.BootLimit, v.ConsoleTail(30)))
 		}
 	}
+}
+
+// HowBooted says how the guest came up and how long it took to answer
+// ssh, for a suite's report.
+func (v *VM) HowBooted() string {
+	how := "booted"
+	if v.Restored {
+		how = "restored from its snapshot"
+	}
+	return fmt.Sprintf("%s to ssh in %s", how, v.Booted.Round(100*time.Millisecond))
 }
 
 // HostPort is the loopback port on this machine that reaches guest port g.
@@ -274,13 +353,16 @@ func (v *VM) Close() {
 		}
 	}
 	_ = os.RemoveAll(v.work)
-	_ = os.RemoveAll(v.ctlDir) // "" (never shared) removes nothing
+	if v.sockDir != "" {
+		_ = os.RemoveAll(v.sockDir)
+	}
 }
 
-// sweep removes the overlays of boots whose test process is gone (one
-// killed before its Close), so they do not pile up beside the image.
-func sweep(dir string) {
-	matches, _ := filepath.Glob(filepath.Join(dir, "boot-*-*"))
+// sweep removes the boots' overlays and socket directories (named
+// prefix-PID-...) whose test process is gone (one killed before its
+// Close), so they do not pile up.
+func sweep(pattern string) {
+	matches, _ := filepath.Glob(pattern)
 	for _, m := range matches {
 		f := strings.SplitN(filepath.Base(m), "-", 3)
 		pid, err := strconv.Atoi(f[1])

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -42,7 +41,7 @@ func (v *VM) sshArgs(share bool) []string {
 	args := []string{"ssh", "-i", v.key, "-p", strconv.Itoa(v.ssh),
 		"-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR",
 		"-o", "BatchMode=yes", "-o", "ConnectTimeout=" + strconv.Itoa(int(connectTimeout/time.Second)), "-o", "ServerAliveInterval=5"}
-	if share && v.ctlDir != "" {
+	if share && v.sharing {
 		// The first command starts the connection, which then stays in
 		// the background (ControlPersist) until unshare or the guest
 		// goes; a stale socket is replaced.
@@ -54,27 +53,22 @@ func (v *VM) sshArgs(share bool) []string {
 
 // controlPath is short whatever the checkout's path: a unix socket's
 // path has a limit of about 100 bytes.
-func (v *VM) controlPath() string { return filepath.Join(v.ctlDir, "ctl") }
+func (v *VM) controlPath() string { return filepath.Join(v.sockDir, "ctl") }
 
-// share prepares the shared connection: sshd allows maxSessions on it,
-// and its socket gets a directory of its own.
+// share prepares the shared connection: sshd allows maxSessions on it.
 func (v *VM) share(ctx context.Context) error {
 	conf := fmt.Sprintf("printf 'MaxSessions %d\\n' >/etc/ssh/sshd_config.d/nodevm.conf && systemctl reload ssh", maxSessions)
 	if _, err := v.runOnce(ctx, conf, nil, fresh); err != nil {
 		return err
 	}
-	dir, err := os.MkdirTemp("", "nodevm-ssh-")
-	if err != nil {
-		return err
-	}
-	v.ctlDir = dir
+	v.sharing = true
 	return nil
 }
 
 // unshare ends the shared connection, if there is one; the next command
 // starts another.
 func (v *VM) unshare() {
-	if v.ctlDir == "" {
+	if !v.sharing {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
