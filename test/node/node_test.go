@@ -283,10 +283,7 @@ func unprovenKill(t *testing.T) {
 	if err := k8s.Delete(context.Background(), inst); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "KillUnproven=True", 3*time.Minute, func() (bool, string) {
-		i := kube.Instance(t, "ticker")
-		return meta.IsStatusConditionTrue(i.Status.Conditions, v1.ConditionKillUnproven), testutil.Conditions(i.Status.Conditions)
-	})
+	killUnproven(t, "ticker")
 	// The finalizer is kept: the Instance is still there.
 	i := kube.Instance(t, "ticker")
 	if i.DeletionTimestamp == nil || len(i.Finalizers) == 0 {

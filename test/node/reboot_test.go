@@ -54,11 +54,14 @@ func nodeReboot(t *testing.T) {
 	}
 	fleet := fillNode(t)
 	part("fill")
+	// The held Instance's kill takes the agent's stop grace and proof
+	// budget to be called unproven: the other parts go on meanwhile.
+	holdDeleted(t)
 	putToSleep(t)
 	part("asleep")
 	startSlowSwap(t)
 	part("mid-swap")
-	holdDeleted(t)
+	killUnproven(t, rebootHeld)
 	part("held")
 	old := snapshotBoot(t, append(fleet, rebootHeld))
 	t.Logf("before the reboot: /etc/machine-id %s", guest(t, "findmnt -n /etc/machine-id >/dev/null && echo 'a transient mount (not on disk)' || echo 'on disk'"))
@@ -188,16 +191,19 @@ func startSlowSwap(t *testing.T) {
 	})
 }
 
-// holdDeleted holds a process of the held Instance in D state, deletes
-// the Instance and waits for KillUnproven=True. Its hold is never
-// released: the reboot ends it.
+// holdDeleted holds a process of the held Instance in D state and
+// deletes the Instance. Its hold is never released: the reboot ends it.
 func holdDeleted(t *testing.T) {
 	holdIn(t, kube.Generation(t, rebootHeld, 1).Status.Cgroup)
 	if err := k8s.Delete(context.Background(), kube.Instance(t, rebootHeld)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, rebootHeld+" KillUnproven=True", 3*time.Minute, func() (bool, string) {
-		i := kube.Instance(t, rebootHeld)
+}
+
+// killUnproven waits until Instance name reads KillUnproven=True.
+func killUnproven(t *testing.T, name string) {
+	eventually(t, name+" KillUnproven=True", 3*time.Minute, func() (bool, string) {
+		i := kube.Instance(t, name)
 		return meta.IsStatusConditionTrue(i.Status.Conditions, v1.ConditionKillUnproven), testutil.Conditions(i.Status.Conditions)
 	})
 }
