@@ -62,12 +62,13 @@ type proc struct {
 }
 
 // Start brings the cluster up and waits for its Node to be Ready.
-func Start(ctx context.Context, o Options) (c *Cluster, err error) {
-	c = &Cluster{}
+func Start(ctx context.Context, o Options) (_ *Cluster, err error) {
+	// Stopped through its own name: each failing return sets the result
+	// to nil before this runs.
+	c := &Cluster{}
 	defer func() {
 		if err != nil {
 			c.Stop()
-			c = nil
 		}
 	}()
 	if c.dir, err = os.MkdirTemp("", "unitlet-cluster-"); err != nil {
@@ -108,44 +109,46 @@ func (c *Cluster) took(what string, from time.Time) {
 }
 
 func (c *Cluster) startControlPlane(pkiDir string, caPEM []byte) error {
-	api := &envtest.APIServer{CertDir: pkiDir}
-	api.SecureServing.CA = caPEM
 	fp, err := frontproxy.Write(pkiDir)
 	if err != nil {
 		return err
 	}
-	// The aggregator's trust, as a real control plane has it: the relay
-	// (an aggregated API) authenticates the API server's proxied
-	// requests with it.
-	for k, v := range fp.APIServerFlags() {
-		api.Configure().Set(k, v)
-	}
-	api.Configure().
-		// The kubelet is authorized as a node, the agent by RBAC.
-		Set("authorization-mode", "Node,RBAC").
-		// envtest disables ServiceAccount admission (no controller makes
-		// the default ServiceAccounts there); here one runs, and pods
-		// need their projected tokens.
-		Set("disable-admission-plugins", "StorageObjectInUseProtection").
-		Set("enable-admission-plugins", "NodeRestriction").
-		Set("service-account-issuer", "https://kubernetes.default.svc").
-		Set("api-audiences", "https://kubernetes.default.svc")
 	assets := filepath.Join(testenv.RepoRoot(), "bin")
-	c.Env = &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join(testenv.RepoRoot(), "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
-		BinaryAssetsDirectory: assets,
-		ControlPlane:          envtest.ControlPlane{APIServer: api},
-	}
 	for _, b := range []string{"kube-apiserver", "etcd", "kube-controller-manager", "kube-scheduler", "kubelet"} {
 		if _, err := os.Stat(filepath.Join(assets, b)); err != nil {
 			return fmt.Errorf("%s missing in %s (run `make cluster-binaries`): %w", b, assets, err)
 		}
 	}
-	cfg, err := c.Env.Start()
+	env, cfg, err := testenv.StartEnvironment(func() *envtest.Environment {
+		api := &envtest.APIServer{CertDir: pkiDir}
+		api.SecureServing.CA = caPEM
+		// The aggregator's trust, as a real control plane has it: the
+		// relay (an aggregated API) authenticates the API server's
+		// proxied requests with it.
+		for k, v := range fp.APIServerFlags() {
+			api.Configure().Set(k, v)
+		}
+		api.Configure().
+			// The kubelet is authorized as a node, the agent by RBAC.
+			Set("authorization-mode", "Node,RBAC").
+			// envtest disables ServiceAccount admission (no controller
+			// makes the default ServiceAccounts there); here one runs,
+			// and pods need their projected tokens.
+			Set("disable-admission-plugins", "StorageObjectInUseProtection").
+			Set("enable-admission-plugins", "NodeRestriction").
+			Set("service-account-issuer", "https://kubernetes.default.svc").
+			Set("api-audiences", "https://kubernetes.default.svc")
+		return &envtest.Environment{
+			CRDDirectoryPaths:     []string{filepath.Join(testenv.RepoRoot(), "config", "crd", "bases")},
+			ErrorIfCRDPathMissing: true,
+			BinaryAssetsDirectory: assets,
+			ControlPlane:          envtest.ControlPlane{APIServer: api},
+		}
+	})
 	if err != nil {
-		return fmt.Errorf("start control plane: %w", err)
+		return err
 	}
+	c.Env = env
 	if c.Client, err = client.New(cfg, client.Options{Scheme: scheme.New()}); err != nil {
 		return err
 	}

@@ -157,7 +157,7 @@ func restore(ctx context.Context, q *qmp) error {
 // resumes at the moment it was saved, a saved one lost its pause.
 func (v *VM) setClock(ctx context.Context) error {
 	now := time.Now()
-	_, err := v.runOnce(ctx, fmt.Sprintf("date -u -s @%d.%09d >/dev/null", now.Unix(), now.Nanosecond()), nil, fresh)
+	_, err := v.Run(ctx, fmt.Sprintf("date -u -s @%d.%09d >/dev/null", now.Unix(), now.Nanosecond()))
 	return err
 }
 

@@ -58,7 +58,7 @@ func (v *VM) controlPath() string { return filepath.Join(v.sockDir, "ctl") }
 // share prepares the shared connection: sshd allows maxSessions on it.
 func (v *VM) share(ctx context.Context) error {
 	conf := fmt.Sprintf("printf 'MaxSessions %d\\n' >/etc/ssh/sshd_config.d/nodevm.conf && systemctl reload ssh", maxSessions)
-	if _, err := v.runOnce(ctx, conf, nil, fresh); err != nil {
+	if _, err := v.Run(ctx, conf); err != nil { // not shared yet: a connection of its own
 		return err
 	}
 	v.sharing = true

@@ -67,31 +67,19 @@ func Start() (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	var (
-		e   *envtest.Environment
-		cfg *rest.Config
-	)
-	// envtest waits a fixed 5 s for the API server's default namespace;
-	// on a machine whose cores are all taken (make test runs several
-	// suites beside an emulated guest) that can pass while the server is
-	// fine. A control plane that missed it is stopped and started anew.
-	for attempt := 1; ; attempt++ {
-		e = &envtest.Environment{
-			CRDDirectoryPaths:        []string{filepath.Join(RepoRoot(), "config", "crd", "bases")},
-			ErrorIfCRDPathMissing:    true,
-			BinaryAssetsDirectory:    assets,
-			ControlPlaneStartTimeout: time.Minute,
+	e, cfg, err := StartEnvironment(func() *envtest.Environment {
+		e := &envtest.Environment{
+			CRDDirectoryPaths:     []string{filepath.Join(RepoRoot(), "config", "crd", "bases")},
+			ErrorIfCRDPathMissing: true,
+			BinaryAssetsDirectory: assets,
 		}
 		for k, v := range fp.APIServerFlags() {
 			e.ControlPlane.GetAPIServer().Configure().Set(k, v)
 		}
-		if cfg, err = e.Start(); err == nil {
-			break
-		}
-		_ = e.Stop()
-		if attempt == 3 || !strings.Contains(err.Error(), "default namespace didn't register") {
-			return nil, fmt.Errorf("start control plane: %w", err)
-		}
+		return e
+	})
+	if err != nil {
+		return nil, err
 	}
 	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {
@@ -99,4 +87,28 @@ func Start() (*Env, error) {
 		return nil, err
 	}
 	return &Env{Environment: e, Config: cfg, Client: c}, nil
+}
+
+// StartEnvironment starts the control plane of an environment made by
+// newEnv, with a minute for each of its processes to start. envtest
+// waits a fixed 5 s for the API server's default namespace; on a machine
+// whose cores are all taken (make test runs several suites beside an
+// emulated guest) that can pass while the server is fine. A control
+// plane that missed it is stopped and started anew, from a new
+// environment, up to three times.
+func StartEnvironment(newEnv func() *envtest.Environment) (*envtest.Environment, *rest.Config, error) {
+	for attempt := 1; ; attempt++ {
+		e := newEnv()
+		if e.ControlPlaneStartTimeout == 0 {
+			e.ControlPlaneStartTimeout = time.Minute
+		}
+		cfg, err := e.Start()
+		if err == nil {
+			return e, cfg, nil
+		}
+		_ = e.Stop()
+		if attempt == 3 || !strings.Contains(err.Error(), "default namespace didn't register") {
+			return nil, nil, fmt.Errorf("start control plane: %w", err)
+		}
+	}
 }
