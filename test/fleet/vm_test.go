@@ -115,14 +115,19 @@ func (f *fleet) joinVM(t *testing.T) {
 // credentials. (That a node's reboot keeps each app's key is test/node's
 // reboot step.)
 func (f *fleet) vmKeys(t *testing.T) {
+	checked := 0
 	for _, name := range f.names {
 		if !strings.HasPrefix(name, "app-vm-") {
 			continue
 		}
+		checked++
 		inst := getInstance(t, name)
 		if got, want := guestKey(t, inst), string(keySecret(t, name).Data["key"]); got != want || got == "" {
 			t.Errorf("%s runs on the VM with key %q, its Secret holds %q", name, got, want)
 		}
+	}
+	if checked != vmShare {
+		t.Errorf("checked %d apps on the VM, want the %d placed there", checked, vmShare)
 	}
 }
 
@@ -144,5 +149,6 @@ func guestKey(t *testing.T, inst *v1.Instance) string {
 	if g.Status.MainPID == 0 || !meta.IsStatusConditionTrue(g.Status.Conditions, v1.ConditionReady) {
 		t.Fatalf("generation %s: main PID %d, %s", name, g.Status.MainPID, testutil.Conditions(g.Status.Conditions))
 	}
-	return vm.MustRun(t, fmt.Sprintf("tr '\\0' '\\n' </proc/%d/environ | sed -n 's/^%s=//p'", g.Status.MainPID, v1.EnvInstanceKey))
+	pid := int(g.Status.MainPID)
+	return vm.ProcEnv(t, []int{pid}, v1.EnvInstanceKey)[pid]
 }

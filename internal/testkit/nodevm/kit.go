@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -157,4 +158,28 @@ func (v *VM) CPUSpent(ctx context.Context) (string, error) {
 cd /sys/fs/cgroup && for f in */cpu.stat */*/cpu.stat; do
 	awk -v d="${f%/cpu.stat}" '/^usage_usec/ {printf "%8.1f s  %s\n", $2/1e6, d}' "$f"
 done | sort -rn | head -25`)
+}
+
+// ProcEnv reads variable name in the environment of each of pids in the
+// guest, in one command. A process gone meanwhile (or a zombie, whose
+// environment reads empty) is left out; one without the variable maps
+// to "".
+func (v *VM) ProcEnv(t testing.TB, pids []int, name string) map[int]string {
+	t.Helper()
+	var script strings.Builder
+	for _, pid := range pids {
+		fmt.Fprintf(&script, "if e=$(tr '\\0' '\\n' 2>/dev/null </proc/%d/environ) && [ -n \"$e\" ]; then "+
+			"printf '%%s %%s\\n' %d \"$(printf '%%s\\n' \"$e\" | sed -n 's/^%s=//p')\"; fi\n", pid, pid, name)
+	}
+	env := map[int]string{}
+	if len(pids) == 0 {
+		return env
+	}
+	for _, line := range strings.Split(v.MustRun(t, script.String()), "\n") {
+		pid, value, _ := strings.Cut(line, " ")
+		if n, err := strconv.Atoi(pid); err == nil {
+			env[n] = value
+		}
+	}
+	return env
 }

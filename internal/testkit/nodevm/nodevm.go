@@ -62,11 +62,11 @@ type VM struct {
 	// (ssh.go), once sharing.
 	sockDir string
 	sharing bool
-	// Booted is how long the guest took from power-on (or the start of
-	// its restore) to answering ssh.
-	Booted time.Duration
-	// Restored says the guest is the image's booted snapshot, restored.
-	Restored bool
+	// booted is how long the guest took from power-on (or the start of
+	// its restore) to answering ssh; restored says it was restored
+	// (HowBooted says both).
+	booted   time.Duration
+	restored bool
 }
 
 // DefaultDir is where hack/node-vm.sh keeps the image.
@@ -117,9 +117,6 @@ func Boot(ctx context.Context, o Options) (*VM, error) {
 	if err != nil {
 		return nil, fmt.Errorf("nodevm: %w: install qemu-system-x86 (hack/deps.sh does)", err)
 	}
-	sweep(filepath.Join(o.Dir, "boot-*-*"))
-	sweep(filepath.Join(os.TempDir(), "nodevm-*-*"))
-	sweepSnapshots(o.Dir)
 	version, err := qemuVersion(ctx, qemu)
 	if err != nil {
 		return nil, err
@@ -128,9 +125,12 @@ func Boot(ctx context.Context, o Options) (*VM, error) {
 	if err != nil {
 		return nil, err
 	}
+	sweep(filepath.Join(o.Dir, "boot-*-*"))
+	sweep(filepath.Join(os.TempDir(), "nodevm-*-*"))
+	snap.sweepOthers()
 	if snap.ready() {
 		v, err := boot(ctx, o, qemu, snap, true)
-		if !errors.Is(err, errRestore) {
+		if !errors.Is(err, errRestore) || ctx.Err() != nil {
 			return v, err
 		}
 		// A snapshot QEMU cannot load is of no use to the next boot.
@@ -220,7 +220,7 @@ func boot(ctx context.Context, o Options, qemu string, snap snapshot, restoring 
 	deadline := time.Now().Add(o.BootLimit)
 	for {
 		if _, err := v.runOnce(ctx, "test -d /sys/fs/cgroup", nil, fresh); err == nil {
-			v.Booted, v.Restored = time.Since(start), restoring
+			v.booted, v.restored = time.Since(start), restoring
 			if !restoring {
 				if err := v.save(ctx, q, snap); err != nil {
 					return fail(fmt.Errorf("nodevm: save the booted guest: %w", err))
@@ -254,10 +254,10 @@ func boot(ctx context.Context, o Options, qemu string, snap snapshot, restoring 
 // ssh, for a suite's report.
 func (v *VM) HowBooted() string {
 	how := "booted"
-	if v.Restored {
+	if v.restored {
 		how = "restored from its snapshot"
 	}
-	return fmt.Sprintf("%s to ssh in %s", how, v.Booted.Round(100*time.Millisecond))
+	return fmt.Sprintf("%s to ssh in %s", how, v.booted.Round(100*time.Millisecond))
 }
 
 // HostPort is the loopback port on this machine that reaches guest port g.

@@ -27,8 +27,9 @@ import (
 // boot.
 
 // snapshot is where a booted guest is kept: its migration stream
-// (state) and its disk (disk.qcow2, over base.img).
-type snapshot struct{ dir string }
+// (state) and its disk (disk.qcow2, over base.img), in
+// booted-<image>-<shape> beside the image.
+type snapshot struct{ dir, image string }
 
 func (s snapshot) state() string { return filepath.Join(s.dir, "state") }
 func (s snapshot) disk() string  { return filepath.Join(s.dir, "disk.qcow2") }
@@ -48,14 +49,11 @@ func snapshotFor(dir, qemuVersion string, machine []string) (snapshot, error) {
 	if err != nil {
 		return snapshot{}, fmt.Errorf("%w: %v", ErrNoImage, err)
 	}
-	sum := sha256.Sum256([]byte(strings.Join(append([]string{qemuVersion, kernelArgs}, machine...), "\x00")))
-	return snapshot{dir: filepath.Join(dir, "booted-"+imageKey(stamp)+"-"+hex.EncodeToString(sum[:6]))}, nil
-}
-
-// imageKey names the image a snapshot was taken of.
-func imageKey(stamp []byte) string {
-	sum := sha256.Sum256(stamp)
-	return hex.EncodeToString(sum[:6])
+	image := sha256.Sum256(stamp)
+	shape := sha256.Sum256([]byte(strings.Join(append([]string{qemuVersion, kernelArgs}, machine...), "\x00")))
+	s := snapshot{image: hex.EncodeToString(image[:6])}
+	s.dir = filepath.Join(dir, "booted-"+s.image+"-"+hex.EncodeToString(shape[:6]))
+	return s, nil
 }
 
 // qemuVersion is QEMU's first --version line.
@@ -67,15 +65,12 @@ func qemuVersion(ctx context.Context, qemu string) (string, error) {
 	return firstLine(string(out)), nil
 }
 
-// sweepSnapshots removes snapshots of other images and the half-made
-// ones of processes that are gone.
-func sweepSnapshots(dir string) {
-	stamp, err := os.ReadFile(filepath.Join(dir, "base.img.stamp"))
-	if err != nil {
-		return
-	}
-	keep := "booted-" + imageKey(stamp) + "-"
-	matches, _ := filepath.Glob(filepath.Join(dir, "booted-*"))
+// sweepOthers removes the snapshots of other images beside s (those of
+// other shapes of its image stay) and the half-made ones of processes
+// that are gone.
+func (s snapshot) sweepOthers() {
+	keep := "booted-" + s.image + "-"
+	matches, _ := filepath.Glob(filepath.Join(filepath.Dir(s.dir), "booted-*"))
 	for _, m := range matches {
 		base := filepath.Base(m)
 		if strings.HasSuffix(base, ".lock") {
