@@ -79,10 +79,16 @@ verify: manifests generate dashboards ## Fail when generated files are stale.
 	@# Links in the docs resolve inside the repository (files, anchors).
 	go run ./hack/checklinks README.md $$(find docs -name '*.md' | sort)
 
+# The per-unit helper is built as the image and the release ship it:
+# static and stripped. Every start execs it twice (shim, trampoline), and
+# a dynamically linked build costs each exec the loader's work
+# (docs/reports/benchmarks.md).
+SHIM_BUILD = CGO_ENABLED=0 go build -trimpath -ldflags "-s -w"
+
 .PHONY: build
 build: plugin ## Build the node's binary (unitlet), its small per-unit helper (unitlet-shim), the cluster side's binary (unitlet-cluster) and the kubectl plugin (kubectl-unitlet).
 	go build -ldflags "$(LDFLAGS)" -o $(BIN)/unitlet .
-	go build -o $(BIN)/unitlet-shim ./cmd/unitlet-shim
+	$(SHIM_BUILD) -o $(BIN)/unitlet-shim ./cmd/unitlet-shim
 	go build -ldflags "$(LDFLAGS)" -o $(BIN)/unitlet-cluster ./cmd/unitlet-cluster
 
 .PHONY: plugin
@@ -246,7 +252,7 @@ run: dev-up build ## dev-up, the cluster side (relay, nodewatch) in the backgrou
 .PHONY: image
 image: ## Build the agent's container image as a tarball, bin/unitlet-image.tar (no container engine needed).
 	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w $(LDFLAGS)" -o $(BIN)/unitlet-static .
-	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o $(BIN)/unitlet-shim-static ./cmd/unitlet-shim
+	$(SHIM_BUILD) -o $(BIN)/unitlet-shim-static ./cmd/unitlet-shim
 	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w $(LDFLAGS)" -o $(BIN)/unitlet-cluster-static ./cmd/unitlet-cluster
 	go run ./hack/image --binary $(BIN)/unitlet-static --shim $(BIN)/unitlet-shim-static --cluster $(BIN)/unitlet-cluster-static --tag $${IMG:-unitlet.dev/unitlet:dev} --out $(BIN)/unitlet-image.tar
 	@# The test cluster's sandbox image: no registry is reachable here.

@@ -9,6 +9,34 @@ import (
 	"github.com/unitlet/unitlet/runtime/cgroups"
 )
 
+// userHZ is /proc/stat's tick: 100 a second on every Linux build the
+// bench runs on.
+const userHZ = 100
+
+// cpuMark is every CPU counter a phase is measured by but the agent's
+// (whose process a reboot replaces), read together.
+type cpuMark struct {
+	controlPlane, units, self time.Duration
+	busy, total               float64
+}
+
+func markCPU(unitsRoot string) cpuMark {
+	m := cpuMark{controlPlane: controlPlaneCPU(), units: unitsCPU(unitsRoot), self: selfCPU()}
+	m.busy, m.total = machineCPU()
+	return m
+}
+
+// since sets p's CPU figures from m to now, all but the agent's.
+func (m cpuMark) since(p *phase, unitsRoot string) {
+	now := markCPU(unitsRoot)
+	p.ControlPlaneCPU = (now.controlPlane - m.controlPlane).Seconds()
+	p.UnitsCPU, p.BenchCPU = (now.units - m.units).Seconds(), (now.self - m.self).Seconds()
+	if now.total > m.total {
+		p.MachineBusy = (now.busy - m.busy) / (now.total - m.total)
+	}
+	p.BusyCPU = (now.busy - m.busy) / userHZ
+}
+
 // machineCPU is the machine's busy and total CPU time so far (/proc/stat),
 // in USER_HZ ticks: over a phase, busy/total says whether the cores, not
 // the agent's waits, were the bound.

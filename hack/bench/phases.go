@@ -113,8 +113,7 @@ func (h *harness) measured(ctx context.Context, name string, names []string, con
 		defer gstop()
 	}
 	cpu0, _, _ := h.agentUsage()
-	cp0, units0, self0 := controlPlaneCPU(), unitsCPU(h.lay.CgroupRoot), selfCPU()
-	busy0, total0 := machineCPU()
+	mark := markCPU(h.lay.CgroupRoot)
 	req0, _ := h.apiRequests()
 	srv0, _ := h.apiserverRequests(ctx)
 	h.profile(name, 20)
@@ -129,12 +128,7 @@ func (h *harness) measured(ctx context.Context, name string, names []string, con
 	}
 	p.All = time.Since(t0).Seconds()
 	cpu1, rss, _ := h.agentUsage()
-	busy1, total1 := machineCPU()
-	p.ControlPlaneCPU = (controlPlaneCPU() - cp0).Seconds()
-	p.UnitsCPU, p.BenchCPU = (unitsCPU(h.lay.CgroupRoot) - units0).Seconds(), (selfCPU() - self0).Seconds()
-	if total1 > total0 {
-		p.MachineBusy = (busy1 - busy0) / (total1 - total0)
-	}
+	mark.since(&p, h.lay.CgroupRoot)
 	req1, _ := h.apiRequests()
 	srv1, _ := h.apiserverRequests(ctx)
 	p.ServerRequests = perInstance(srv0, srv1, len(names))

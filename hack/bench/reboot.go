@@ -70,8 +70,7 @@ func phaseReboot(ctx context.Context, h *harness, r *results) error {
 	}
 	defer stopTrack()
 	srv0, _ := h.apiserverRequests(ctx)
-	cp0 := controlPlaneCPU()
-	busy0, total0 := machineCPU()
+	mark := markCPU(h.lay.CgroupRoot)
 	pctx, stopPoll := context.WithCancel(ctx)
 	defer stopPoll()
 	t0 := time.Now()
@@ -90,11 +89,7 @@ func phaseReboot(ctx context.Context, h *harness, r *results) error {
 	served := <-serving
 	f.StillServing = h.answering(ns)
 	cpu1, rss, _ := h.agentUsage()
-	busy1, total1 := machineCPU()
-	p.ControlPlaneCPU = (controlPlaneCPU() - cp0).Seconds()
-	if total1 > total0 {
-		p.MachineBusy = (busy1 - busy0) / (total1 - total0)
-	}
+	mark.since(p, h.lay.CgroupRoot)
 	srv1, _ := h.apiserverRequests(ctx)
 	p.ServerRequests = perInstance(srv0, srv1, len(ns))
 	req1, _ := h.apiRequests() // a new agent: its counter began at 0

@@ -33,6 +33,10 @@ type phase struct {
 	UnitsCPU    float64 `json:"unitsCPUSeconds"`
 	BenchCPU    float64 `json:"benchCPUSeconds"`
 	MachineBusy float64 `json:"machineBusy"`
+	// BusyCPU: every core's busy CPU seconds over the phase, whoever
+	// used them (the named ones above, and the rest: what a shim spends
+	// before it enters its unit's cgroup, the kernel's threads).
+	BusyCPU float64 `json:"busyCPUSeconds"`
 	// ServerRequests: the API server's count per Instance by call, from
 	// every client (the bench's own: one create, patch or delete each).
 	ServerRequests []string `json:"serverRequestsPerInstance,omitempty"`
@@ -177,8 +181,37 @@ func (r *results) table() string {
 		fmt.Fprintf(&b, "  %s: %s\n", p.name, strings.Join(p.rows, ", "))
 	}
 	fmt.Fprintf(&b, "settled (queues empty 10 s) %.1f s after all were Ready\n", r.SettleSeconds)
+	b.WriteString(r.cpuTable())
 	b.WriteString(r.batchTable())
 	b.WriteString(r.floorTable())
+	return b.String()
+}
+
+// cpuTable is where each mass phase's busy cores went: what bounds a
+// phase on a machine whose cores are all busy is who used them.
+func (r *results) cpuTable() string {
+	var b strings.Builder
+	b.WriteString("\nwhere the cores went, CPU seconds over each phase (other: shims before they enter their unit's cgroup, the kernel's threads):\n\n")
+	b.WriteString("| phase | busy (cores) | API server+etcd | agent | units (shims, trampolines, apps) | bench (clients, watches, key minter) | other |\n")
+	b.WriteString("| --- | --- | --- | --- | --- | --- | --- |\n")
+	type named struct {
+		name string
+		p    *phase
+	}
+	rows := []named{{"create", &r.Create}, {"overlap swap", &r.Swap}}
+	if r.Reboot != nil {
+		rows = append(rows, named{"reboot (to reported)", &r.Reboot.Reported})
+	}
+	rows = append(rows, named{"delete", &r.Delete})
+	for _, row := range rows {
+		p := row.p
+		if p.BusyCPU == 0 {
+			continue // not run
+		}
+		other := max(0, p.BusyCPU-p.ControlPlaneCPU-p.AgentCPU-p.UnitsCPU-p.BenchCPU)
+		fmt.Fprintf(&b, "| %s | %.1f (%.0f%%) | %.1f | %.1f | %.1f | %.1f | %.1f |\n",
+			row.name, p.BusyCPU, 100*p.MachineBusy, p.ControlPlaneCPU, p.AgentCPU, p.UnitsCPU, p.BenchCPU, other)
+	}
 	return b.String()
 }
 
