@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -101,11 +102,18 @@ func TestRun(t *testing.T) {
 	t.Run("interrupted beside another", func(t *testing.T) {
 		rctx, stop := context.WithCancel(ctx)
 		done := make(chan RunResult)
+		up := &firstWrite{seen: make(chan struct{})}
 		go func() {
-			res, _, _ := run(rctx, "run-long", "/bin/sleep", "300")
-			done <- res
+			done <- e.node.Run(rctx, RunRequest{InstanceRef: gen.InstanceRef, Name: "run-long", Generation: 1,
+				Argv: []string{"/bin/sh", "-c", "echo up; exec sleep 300"}, Stdout: up, Stderr: io.Discard, Grace: time.Second})
 		}()
-		// The second run starts and ends while the first still runs.
+		// The second run starts and ends while the first runs: once the
+		// first has said so, not merely been asked for.
+		select {
+		case <-up.seen:
+		case res := <-done:
+			t.Fatalf("the long run ended before it ran: %v (%v)", res.Start.Kind, res.Start.Cause)
+		}
 		if res, out, _ := run(ctx, "run-short", "/bin/echo", "beside"); res.Exit == nil || out != "beside\n" {
 			t.Fatalf("run beside: exit %+v, out %q (%v)", res.Exit, out, res.Start.Cause)
 		}
@@ -161,4 +169,15 @@ func (e *env) expectForgotten(t *testing.T, inst InstanceRef, name string) {
 			t.Errorf("run %s still listed", name)
 		}
 	}
+}
+
+// firstWrite closes seen on its first write and discards everything.
+type firstWrite struct {
+	seen chan struct{}
+	once sync.Once
+}
+
+func (w *firstWrite) Write(p []byte) (int, error) {
+	w.once.Do(func() { close(w.seen) })
+	return len(p), nil
 }
