@@ -107,7 +107,11 @@ func (n *Node) Run(ctx context.Context, req RunRequest) RunResult {
 	if !res.Kill.Proven {
 		return res
 	}
-	if st, err := n.cfg.Backend.Observe(pctx, p); err == nil && !res.Stopped {
+	switch st, err := n.cfg.Backend.Observe(pctx, p); {
+	case err != nil:
+		// The run is proven gone; only how it ended is not known.
+		n.cfg.Log.Info("run's end not read", "unit", p.UnitName(), "err", err)
+	case !res.Stopped:
 		res.Exit = st.Exit
 	}
 	if err := n.Forget(pctx, ref); err != nil {

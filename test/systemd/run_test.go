@@ -53,7 +53,7 @@ func TestRunOnTerminal(t *testing.T) {
 	resize <- terminal.Size{Rows: 50, Cols: 132}
 	res := <-done
 	if !res.Kill.Proven || res.Exit == nil {
-		t.Fatalf("run: start %v (%v), kill %v, exit %+v; terminal %q", res.Start.Kind, res.Start.Cause, res.Kill.Err(), res.Exit, out.String())
+		t.Fatalf("run: start %v (%v), stopped %v, kill %v, exit %+v; terminal %q", res.Start.Kind, res.Start.Cause, res.Stopped, res.Kill.Err(), res.Exit, out.String())
 	}
 	want := "/dev/pts/0\r\n24 80\r\nhello\r\ngot hello\r\n50 132\r\n"
 	if got := out.String(); got != want || res.Exit.Code != 6 || res.Start.Kind == outcome.NotStarted {
