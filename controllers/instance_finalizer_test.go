@@ -94,6 +94,7 @@ func deletionWrites(t *testing.T, conditions []metav1.Condition, first int) {
 	}
 	statusWrites, claimWrites := 0, 0
 	c := crfake.NewClientBuilder().WithScheme(scheme.New()).WithStatusSubresource(&v1.Instance{}, &v1.Generation{}).
+		WithIndex(&v1.Generation{}, indexGenerationInstance, generationInstance).
 		WithObjects(inst, gens[0], gens[1], claim).WithInterceptorFuncs(interceptor.Funcs{
 		Delete: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
 			if _, ok := obj.(*v1.HostClaim); ok {

@@ -88,6 +88,7 @@ func TestSwapWritesAtPromotion(t *testing.T) {
 	now := time.Now()
 	var writes []string // in order: each Instance status write, each retirement
 	c := crfake.NewClientBuilder().WithScheme(scheme.New()).WithStatusSubresource(&v1.Instance{}, &v1.Generation{}).
+		WithIndex(&v1.Generation{}, indexGenerationInstance, generationInstance).
 		WithObjects(inst, g1).WithInterceptorFuncs(interceptor.Funcs{
 		Create: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 			obj.SetCreationTimestamp(metav1.NewTime(now)) // as the API server sets it
