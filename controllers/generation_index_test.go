@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -47,5 +48,25 @@ func TestCachedGenerations(t *testing.T) {
 	}
 	if d := cmp.Diff(names(byLabel), names(byIndex)); d != "" {
 		t.Errorf("the index against the label selector (-label,+index):\n%s", d)
+	}
+
+	// The reconciler's own creates, not yet in the cache, are matched by
+	// the same field: another Instance's is not its.
+	own := &ownWritesClient{Client: c, w: &ownWrites{}, now: time.Now}
+	for _, g := range []*v1.Generation{gen("a", "web", 4), gen("a", "api", 2)} {
+		if err := own.Create(context.Background(), g); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Delete(context.Background(), g); err != nil { // as if the cache had not seen it yet
+			t.Fatal(err)
+		}
+	}
+	withOwn, err := cachedGenerations(context.Background(), own, inst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = append(want, "a/"+generationName("web", 4))
+	if d := cmp.Diff(want, names(withOwn)); d != "" {
+		t.Errorf("with its own creates (-want,+got):\n%s", d)
 	}
 }

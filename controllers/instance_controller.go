@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -238,6 +239,12 @@ func generationInstance(o client.Object) []string {
 		return []string{n}
 	}
 	return nil
+}
+
+// generationFields is a Generation's fields as the cache's index has
+// them, for a list's field selector matched outside the cache.
+func generationFields(g *v1.Generation) fields.Set {
+	return fields.Set{indexGenerationInstance: g.Labels[v1.LabelInstance]}
 }
 
 // cachedGenerations is listGenerations through the cache's index.

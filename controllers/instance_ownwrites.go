@@ -125,7 +125,8 @@ func (w *ownWrites) withCreated(list *v1.GenerationList, opts *client.ListOption
 	for k, c := range w.created {
 		switch {
 		case opts.Namespace != "" && k.Namespace != opts.Namespace,
-			opts.LabelSelector != nil && !opts.LabelSelector.Matches(labels.Set(c.gen.Labels)):
+			opts.LabelSelector != nil && !opts.LabelSelector.Matches(labels.Set(c.gen.Labels)),
+			opts.FieldSelector != nil && !opts.FieldSelector.Matches(generationFields(c.gen)):
 		case listed[k.Name], now.Sub(c.at) > createdKeep:
 			delete(w.created, k)
 		default:
