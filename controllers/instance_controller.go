@@ -233,6 +233,11 @@ func listGenerations(ctx context.Context, c client.Reader, inst *v1.Instance) ([
 // bench's swap).
 const indexGenerationInstance = "metadata.labels." + v1.LabelInstance
 
+// indexGenerations registers indexGenerationInstance with the manager's cache.
+func indexGenerations(ctx context.Context, mgr ctrl.Manager) error {
+	return mgr.GetFieldIndexer().IndexField(ctx, &v1.Generation{}, indexGenerationInstance, generationInstance)
+}
+
 // generationInstance is a Generation's key in indexGenerationInstance.
 func generationInstance(o client.Object) []string {
 	if n := o.GetLabels()[v1.LabelInstance]; n != "" {
@@ -284,7 +289,7 @@ func (r *InstanceReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.restarts = newRestartBackoff(cmp.Or(r.RestartBackoff.Initial, restartBackoffInitial), cmp.Or(r.RestartBackoff.Max, restartBackoffMax), clk)
 	r.own = &ownWrites{}
 	r.Client = &ownWritesClient{Client: r.Client, w: r.own, now: r.Clock.Now}
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1.Generation{}, indexGenerationInstance, generationInstance); err != nil {
+	if err := indexGenerations(context.Background(), mgr); err != nil {
 		return err
 	}
 	if err := indexHost(context.Background(), mgr); err != nil {
